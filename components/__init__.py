@@ -1,0 +1,1 @@
+"""The platform's building blocks: three ComponentResources and the pure decisions they use."""

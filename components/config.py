@@ -1,0 +1,722 @@
+"""Stack configuration: the pydantic models for ``<project>:platform`` and its loader.
+
+The whole platform is one structured value in ``Pulumi.<stack>.yaml``. It is validated once,
+before any resource is registered; every model forbids unknown keys and is frozen, and every
+error names the key (``tenants[1].dataStore.schema``) and the fix.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from components.catalog import CARD_CATALOG, CardModel
+from components.versions import PINNED
+
+CONFIG_KEY = "platform"
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+KUBERNETES_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
+# Schema and username end up in etcd prefixes, SQL database and role names: keep them portable.
+DATASTORE_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+# Namespaces HAMi's webhook must never gate (platform.md §3, pitfall 3).
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+
+
+class ConfigError(ValueError):
+    """Bad stack configuration: one message per problem, each naming the key and the fix."""
+
+
+class _Model(BaseModel):
+    """Strict base: camelCase keys in YAML, unknown keys rejected, values frozen."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+    )
+
+
+def _dns1123(value: str, what: str) -> str:
+    if len(value) > 63 or not DNS1123_LABEL.match(value):
+        raise ValueError(
+            f"{what} {value!r} is not a DNS-1123 label: use at most 63 lower-case letters, "
+            "digits and '-', starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _kubernetes_version(value: str) -> str:
+    match = KUBERNETES_VERSION.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not a Kubernetes version: write it like v1.35.0")
+    if int(match.group(1)) > PINNED.kamaji_max_tenant_minor:
+        raise ValueError(
+            f"{value} is above what Kamaji {PINNED.kamaji_image_tag} accepts "
+            f"(v1.{PINNED.kamaji_max_tenant_minor}): pick v1.{PINNED.kamaji_max_tenant_minor}.x "
+            "or lower"
+        )
+    return value
+
+
+# --------------------------------------------------------------------------- GPU cards and pools
+
+
+class CardSpec(_Model):
+    """Cards of one kind on each node: a catalog model, or explicit MiB and compute units."""
+
+    model: str | None = Field(
+        default=None, description=f"a catalog model: {', '.join(CARD_CATALOG)}"
+    )
+    memory_mib: PositiveInt | None = Field(
+        default=None, alias="memoryMiB", description="MiB per card (explicit)"
+    )
+    core_units: PositiveInt | None = Field(
+        default=None, description="HAMi compute units per card (explicit; 100 = one card)"
+    )
+    product: str | None = Field(
+        default=None, description="model string the node registers; must contain NVIDIA"
+    )
+    count: PositiveInt = Field(default=1, description="cards of this kind per node")
+
+    @model_validator(mode="after")
+    def _catalog_or_explicit(self) -> CardSpec:
+        explicit = self.memory_mib is not None or self.core_units is not None
+        if self.model is None and not explicit:
+            raise ValueError(
+                "name a catalog model (model: A100-80GB) or give memoryMiB and coreUnits"
+            )
+        if self.model is not None and self.model not in CARD_CATALOG and not explicit:
+            raise ValueError(
+                f"unknown card model {self.model!r}: use one of {', '.join(CARD_CATALOG)} "
+                "or give memoryMiB and coreUnits explicitly"
+            )
+        if explicit and (self.memory_mib is None or self.core_units is None):
+            raise ValueError("explicit cards need both memoryMiB and coreUnits")
+        if self.product is not None and "NVIDIA" not in self.product:
+            raise ValueError(
+                f"product {self.product!r} must contain 'NVIDIA': HAMi ignores other card types"
+            )
+        return self
+
+    def resolved(self) -> CardModel:
+        """The card as HAMi will see it, catalog values overridden by explicit ones."""
+        base = CARD_CATALOG.get(self.model or "")
+        memory = self.memory_mib if self.memory_mib is not None else base.memory_mib  # type: ignore[union-attr]
+        cores = self.core_units if self.core_units is not None else base.core_units  # type: ignore[union-attr]
+        name = self.model or f"custom-{memory}MiB"
+        product = self.product or (base.product if base else f"NVIDIA-{name}")
+        return CardModel(name=name, memory_mib=memory, core_units=cores, product=product)
+
+
+class MachineHealthCheckSpec(_Model):
+    """Cluster API remediation for a prod pool (off unless enabled)."""
+
+    enabled: bool = False
+    unhealthy_after: str = Field(default="300s", description="NotReady/Unknown for this long")
+    max_unhealthy: str = Field(default="40%", description="stop remediating above this share")
+
+
+class MachineSpec(_Model):
+    """Prod only: how Cluster API builds the pool's machines (pluggable infrastructure)."""
+
+    provider: Literal["metal3", "docker"] = Field(
+        default="metal3", description="infrastructure provider of the machine template"
+    )
+    template: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the infrastructure machine template's spec.template.spec, verbatim",
+    )
+    health_check: MachineHealthCheckSpec = MachineHealthCheckSpec()
+
+
+class WorkerPool(_Model):
+    """One pool of identical GPU nodes in one tenant."""
+
+    name: str
+    replicas: PositiveInt = 1
+    cards: list[CardSpec] = Field(min_length=1)
+    slots_per_card: PositiveInt = Field(
+        default=10, description="pods that may share one card (HAMi deviceSplitCount)"
+    )
+    device_mode: Literal["mock", "nvidia"] | None = Field(
+        default=None, description="mock (lab default) or nvidia (prod default)"
+    )
+    machine: MachineSpec | None = Field(default=None, description="prod only")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _dns1123(value, "pool name")
+
+    def resolved_cards(self) -> list[tuple[CardModel, int]]:
+        """Each card kind on one node with its count."""
+        return [(spec.resolved(), spec.count) for spec in self.cards]
+
+
+# ------------------------------------------------------------------------------- datastores
+
+
+class DataStoreSpec(_Model):
+    """A DataStore the platform creates and tenants may bind to by name."""
+
+    name: str
+    driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"]
+    endpoints: list[str] = Field(min_length=1, description="host:port of each server")
+    credentials_config_key: str | None = Field(
+        default=None,
+        description="secret config key holding TLS material / password (never in clear text)",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _dns1123(value, "DataStore name")
+
+
+class DedicatedDataStore(_Model):
+    """A DataStore that serves exactly one tenant: a kamaji-etcd release, or an external one."""
+
+    driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"] = "etcd"
+    replicas: PositiveInt = Field(default=3, description="kamaji-etcd members (etcd only)")
+    storage_size: str = Field(default="8Gi", description="kamaji-etcd PVC size (etcd only)")
+    endpoints: list[str] = Field(
+        default_factory=list, description="external servers; empty = deploy kamaji-etcd"
+    )
+    credentials_config_key: str | None = None
+
+    @model_validator(mode="after")
+    def _external_needs_endpoints(self) -> DedicatedDataStore:
+        if self.driver != "etcd" and not self.endpoints:
+            raise ValueError(
+                f"a dedicated {self.driver} DataStore is external: give its endpoints "
+                "(only etcd is deployed by the platform)"
+            )
+        if self.endpoints and self.credentials_config_key is None:
+            raise ValueError(
+                "an external DataStore needs credentialsConfigKey naming a secret config value"
+            )
+        return self
+
+    @property
+    def deploys_kamaji_etcd(self) -> bool:
+        """True when the platform runs the etcd itself (no external endpoints)."""
+        return self.driver == "etcd" and not self.endpoints
+
+
+class DataStoreBinding(_Model):
+    """Where a tenant's state lives: a named (possibly shared) DataStore, or a dedicated one."""
+
+    name: str | None = Field(default=None, description="an existing or declared DataStore")
+    dedicated: DedicatedDataStore | None = None
+    schema_name: str = Field(alias="schema", description="etcd prefix / SQL database")
+    username: str
+
+    @field_validator("schema_name", "username")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not DATASTORE_IDENTIFIER.match(value):
+            raise ValueError(
+                f"{value!r} is not usable as a schema or username: use lower-case letters, "
+                "digits and '_', starting with a letter"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_target(self) -> DataStoreBinding:
+        if (self.name is None) == (self.dedicated is None):
+            raise ValueError("give exactly one of name (a shared DataStore) or dedicated")
+        return self
+
+
+# ---------------------------------------------------------------------------------- tenants
+
+
+class ComponentResources(_Model):
+    """Requests (and optional limits) of one control-plane container."""
+
+    requests: dict[str, str] = Field(default_factory=dict)
+    limits: dict[str, str] = Field(default_factory=dict)
+
+
+class ControlPlaneResources(_Model):
+    api_server: ComponentResources = ComponentResources(
+        requests={"cpu": "250m", "memory": "512Mi"}
+    )
+    controller_manager: ComponentResources = ComponentResources(
+        requests={"cpu": "125m", "memory": "256Mi"}
+    )
+    scheduler: ComponentResources = ComponentResources(requests={"cpu": "125m", "memory": "128Mi"})
+
+
+WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
+
+
+class ControlPlane(_Model):
+    """The hosted control plane's shape."""
+
+    replicas: PositiveInt = 1
+    service_type: Literal["LoadBalancer", "NodePort"] = "LoadBalancer"
+    address: str | None = Field(
+        default=None, description="fixed LoadBalancer IP (lab: taken from the MetalLB pool)"
+    )
+    resources: ControlPlaneResources = ControlPlaneResources()
+    admission_controllers: list[str] | None = Field(
+        default=None, description="None keeps Kamaji's default list"
+    )
+
+    @field_validator("admission_controllers")
+    @classmethod
+    def _keeps_webhooks(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            missing = [plugin for plugin in WEBHOOK_PLUGINS if plugin not in value]
+            if missing:
+                raise ValueError(
+                    f"admissionControllers must keep {' and '.join(missing)}: without them "
+                    "HAMi's webhook never runs (or drop the key to keep Kamaji's default)"
+                )
+        return value
+
+    @field_validator("address")
+    @classmethod
+    def _ip(cls, value: str | None) -> str | None:
+        if value is not None:
+            ipaddress.IPv4Address(value)
+        return value
+
+
+class TenantNetwork(_Model):
+    pod_cidr: str
+    service_cidr: str
+
+    @field_validator("pod_cidr", "service_cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            ipaddress.ip_network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a network CIDR like 10.10.0.0/16 ({exc})") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> TenantNetwork:
+        if ipaddress.ip_network(self.pod_cidr).overlaps(ipaddress.ip_network(self.service_cidr)):
+            raise ValueError(
+                f"podCidr {self.pod_cidr} overlaps serviceCidr {self.service_cidr}: "
+                "give them disjoint ranges"
+            )
+        return self
+
+
+class GpuQuota(_Model):
+    """A namespace ResourceQuota on HAMi's resources inside the tenant."""
+
+    namespace: str
+    gpu_memory_mib: PositiveInt = Field(alias="gpuMemoryMiB", description="limits.nvidia.com/gpumem")
+    gpu_cores: PositiveInt = Field(description="limits.nvidia.com/gpucores")
+    gpus: PositiveInt = Field(description="requests.nvidia.com/gpu (cards, i.e. sharing slots)")
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        return _dns1123(value, "quota namespace")
+
+
+class GpuRequest(_Model):
+    """What one workload container asks of HAMi."""
+
+    cards: PositiveInt = Field(default=1, description="nvidia.com/gpu: distinct cards")
+    memory_mib: PositiveInt | None = Field(
+        default=None, alias="memoryMiB", description="nvidia.com/gpumem"
+    )
+    memory_percentage: Annotated[int, Field(ge=1, le=100)] | None = Field(
+        default=None, description="nvidia.com/gpumem-percentage"
+    )
+    cores: Annotated[int, Field(ge=1, le=100)] = Field(description="nvidia.com/gpucores")
+
+    @model_validator(mode="after")
+    def _one_memory(self) -> GpuRequest:
+        if (self.memory_mib is None) == (self.memory_percentage is None):
+            raise ValueError("give exactly one of memoryMiB or memoryPercentage")
+        return self
+
+
+class Workload(_Model):
+    """A GPU workload declared for a tenant, so previews (and the policy pack) review it."""
+
+    name: str
+    namespace: str = "default"
+    replicas: Annotated[int, Field(ge=0)] = 1
+    image: str = "busybox:1.37.0"
+    command: list[str] = Field(default_factory=lambda: ["sleep", "infinity"])
+    gpu: GpuRequest
+
+    @field_validator("name", "namespace")
+    @classmethod
+    def _names(cls, value: str) -> str:
+        return _dns1123(value, "workload name/namespace")
+
+
+class Tenant(_Model):
+    """One team: its hosted control plane, datastore binding, network, quotas and GPU pools."""
+
+    name: str
+    data_store: DataStoreBinding
+    network: TenantNetwork
+    control_plane: ControlPlane = ControlPlane()
+    gpu_quotas: list[GpuQuota] = Field(default_factory=list)
+    worker_pools: list[WorkerPool] = Field(default_factory=list)
+    workloads: list[Workload] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _dns1123(value, "tenant name")
+
+    @model_validator(mode="after")
+    def _unique_children(self) -> Tenant:
+        for what, names in (
+            ("worker pool", [pool.name for pool in self.worker_pools]),
+            ("workload", [f"{w.namespace}/{w.name}" for w in self.workloads]),
+            ("quota namespace", [quota.namespace for quota in self.gpu_quotas]),
+        ):
+            dupes = sorted(name for name, n in Counter(names).items() if n > 1)
+            if dupes:
+                raise ValueError(f"{what} {', '.join(dupes)} is declared twice: names are unique")
+        return self
+
+
+# ------------------------------------------------------------------------ management cluster
+
+
+class KindManagement(_Model):
+    """Lab: a kind cluster on this host, MetalLB on the kind docker network."""
+
+    cluster_name: str = "gpu-lab"
+    node_image: str = PINNED.kind_node_image
+    docker_network: str = "kind"
+    metallb_pool_size: Annotated[int, Field(ge=2, le=256)] = 16
+    pod_subnet: str = "10.244.0.0/16"
+    service_subnet: str = "10.96.0.0/12"
+
+    @field_validator("cluster_name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _dns1123(value, "kind cluster name")
+
+
+class InfrastructureProvider(_Model):
+    name: Literal["metal3", "docker"] = "metal3"
+    version: str = PINNED.metal3_provider
+
+
+class ClusterApiVersions(_Model):
+    """Cluster API providers installed through the cluster-api-operator chart."""
+
+    core: str = PINNED.cluster_api
+    bootstrap_kubeadm: str = PINNED.cluster_api
+    control_plane_kamaji: str = PINNED.kamaji_control_plane_provider
+    infrastructure: InfrastructureProvider = InfrastructureProvider()
+
+    @field_validator("core", "bootstrap_kubeadm")
+    @classmethod
+    def _capi_line(cls, value: str) -> str:
+        if not re.match(r"^v1\.13\.\d+$", value):
+            raise ValueError(
+                f"{value!r}: the Kamaji control-plane provider needs Cluster API v1.13.x "
+                "(contract v1beta2)"
+            )
+        return value
+
+    @field_validator("control_plane_kamaji")
+    @classmethod
+    def _kamaji_provider(cls, value: str) -> str:
+        match = re.match(r"^v0\.(\d+)\.(\d+)$", value)
+        if not match or int(match.group(1)) < 20:
+            raise ValueError(
+                f"{value!r}: use the Kamaji control-plane provider v0.20.0 or later "
+                "(API controlplane.cluster.x-k8s.io/v1alpha2)"
+            )
+        return value
+
+
+class ExistingManagement(_Model):
+    """Prod: an existing management cluster reached through a secret kubeconfig."""
+
+    kubeconfig_config_key: str = Field(
+        default="managementKubeconfig",
+        description="the secret config key holding the management kubeconfig",
+    )
+    kamaji_etcd: bool = Field(default=False, description="deploy Kamaji's bundled etcd")
+    cluster_api: ClusterApiVersions = ClusterApiVersions()
+
+
+class Management(_Model):
+    """Exactly one of kind (lab) or existing (prod)."""
+
+    kind: KindManagement | None = None
+    existing: ExistingManagement | None = None
+
+
+class HamiSettings(_Model):
+    """How HAMi runs inside every tenant."""
+
+    webhook_failure_policy: Literal["Fail", "Ignore"] = "Fail"
+    node_lock_timeout: str = Field(
+        default="30s", description="backstop for locks the device plugin never releases"
+    )
+    gpu_scheduler_policy: Literal["spread", "binpack"] = "spread"
+    node_scheduler_policy: Literal["spread", "binpack"] = "binpack"
+
+
+# --------------------------------------------------------------------------------- platform
+
+
+class PlatformConfig(_Model):
+    """The whole stack: mode, one Kubernetes version, management cluster, tenants."""
+
+    mode: Literal["lab", "prod"]
+    kubernetes_version: str = Field(
+        description="drives tenant control planes, worker images and HAMi's kube-scheduler"
+    )
+    worker_image: str | None = Field(
+        default=None, description="lab: kindest/node image (default: the tenant version)"
+    )
+    management: Management
+    hami: HamiSettings = HamiSettings()
+    data_stores: list[DataStoreSpec] = Field(default_factory=list)
+    tenants: list[Tenant] = Field(min_length=1)
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        return _kubernetes_version(value)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> PlatformConfig:
+        problems: list[str] = []
+        problems += self._check_mode_sections()
+        problems += self._check_worker_image()
+        problems += _duplicates("tenants[].name", [t.name for t in self.tenants])
+        problems += _duplicates("dataStores[].name", [d.name for d in self.data_stores])
+        problems += self._check_datastore_bindings()
+        problems += self._check_cidrs()
+        problems += self._check_pools()
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def _check_mode_sections(self) -> list[str]:
+        if self.mode == "lab" and (self.management.kind is None or self.management.existing):
+            return ["management: mode lab needs management.kind (and no management.existing)"]
+        if self.mode == "prod" and (self.management.existing is None or self.management.kind):
+            return ["management: mode prod needs management.existing (and no management.kind)"]
+        return []
+
+    def _check_worker_image(self) -> list[str]:
+        if self.worker_image is None:
+            return []
+        if self.mode == "prod":
+            return ["workerImage: prod workers are Cluster API machines; remove workerImage"]
+        tag = self.worker_image.split("@", 1)[0].rsplit(":", 1)[-1]
+        if tag != self.kubernetes_version:
+            return [
+                f"workerImage {self.worker_image} is not {self.kubernetes_version}: workers must "
+                f"run the tenant version (kindest/node:{self.kubernetes_version}), or drop the key"
+            ]
+        return []
+
+    def _check_datastore_bindings(self) -> list[str]:
+        problems: list[str] = []
+        bindings = [t.data_store for t in self.tenants]
+        for key, values in (
+            ("schema", [b.schema_name for b in bindings]),
+            ("username", [b.username for b in bindings]),
+        ):
+            for dupe in _repeated(values):
+                problems.append(
+                    f"tenants[].dataStore.{key}: {dupe!r} is used by more than one tenant; "
+                    f"give every tenant its own {key} (Kamaji does not enforce it)"
+                )
+        declared = {d.name: d for d in self.data_stores}
+        known = set(declared)
+        if self.mode == "lab" or (self.management.existing and self.management.existing.kamaji_etcd):
+            known.add("default")
+        users: dict[str, list[str]] = {}
+        for index, tenant in enumerate(self.tenants):
+            binding = tenant.data_store
+            if binding.name is None:
+                continue
+            if binding.name not in known:
+                problems.append(
+                    f"tenants[{index}].dataStore.name: {binding.name!r} is not a DataStore this "
+                    f"stack has (known: {', '.join(sorted(known)) or 'none'}); declare it under "
+                    "dataStores or use dedicated"
+                )
+            users.setdefault(binding.name, []).append(tenant.name)
+        for name, tenants in users.items():
+            spec = declared.get(name)
+            if spec is not None and spec.driver == "NATS" and len(tenants) > 1:
+                problems.append(
+                    f"dataStores {name!r} is NATS and serves {', '.join(tenants)}: a NATS "
+                    "DataStore serves one tenant only; give the others their own DataStore"
+                )
+            if self.mode == "prod" and len(tenants) > 1:
+                problems.append(
+                    f"tenants {', '.join(tenants)} share DataStore {name!r}: prod requires a "
+                    "dedicated DataStore per tenant (dataStore.dedicated)"
+                )
+        return problems
+
+    def _check_cidrs(self) -> list[str]:
+        problems: list[str] = []
+        networks: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
+        for index, tenant in enumerate(self.tenants):
+            networks.append((f"tenants[{index}].network.podCidr", _net(tenant.network.pod_cidr)))
+            networks.append(
+                (f"tenants[{index}].network.serviceCidr", _net(tenant.network.service_cidr))
+            )
+        if self.management.kind is not None:
+            networks.append(("management.kind.podSubnet", _net(self.management.kind.pod_subnet)))
+            networks.append(
+                ("management.kind.serviceSubnet", _net(self.management.kind.service_subnet))
+            )
+        for i, (key_a, net_a) in enumerate(networks):
+            for key_b, net_b in networks[i + 1 :]:
+                same_tenant = key_a.split(".network")[0] == key_b.split(".network")[0]
+                if net_a.overlaps(net_b) and not same_tenant:
+                    problems.append(
+                        f"{key_b} {net_b} overlaps {key_a} {net_a}: give every tenant and the "
+                        "management cluster disjoint ranges"
+                    )
+        return problems
+
+    def _check_pools(self) -> list[str]:
+        problems: list[str] = []
+        default_mode = "mock" if self.mode == "lab" else "nvidia"
+        for t_index, tenant in enumerate(self.tenants):
+            for p_index, pool in enumerate(tenant.worker_pools):
+                key = f"tenants[{t_index}].workerPools[{p_index}]"
+                device_mode = pool.device_mode or default_mode
+                if self.mode == "prod" and device_mode == "mock":
+                    problems.append(
+                        f"{key}.deviceMode: mock GPUs are lab-only; use nvidia in prod"
+                    )
+                if self.mode == "lab" and device_mode == "nvidia":
+                    problems.append(
+                        f"{key}.deviceMode: the lab's kindest/node workers have no GPUs; use mock"
+                    )
+                if self.mode == "prod" and pool.machine is None:
+                    problems.append(f"{key}.machine: prod pools need a Cluster API machine spec")
+                if self.mode == "lab" and pool.machine is not None:
+                    problems.append(f"{key}.machine: lab workers are containers; remove machine")
+        return problems
+
+    # ----- derived views the components use
+
+    def tenant_device_mode(self, pool: WorkerPool) -> Literal["mock", "nvidia"]:
+        """The pool's device mode with the mode's default applied."""
+        if pool.device_mode is not None:
+            return pool.device_mode
+        return "mock" if self.mode == "lab" else "nvidia"
+
+    @property
+    def effective_worker_image(self) -> str:
+        """The kindest/node image every lab worker runs: always the tenant version."""
+        return self.worker_image or f"kindest/node:{self.kubernetes_version}"
+
+    @property
+    def kind(self) -> KindManagement:
+        """The lab's kind settings (only valid in mode lab)."""
+        if self.management.kind is None:
+            raise ConfigError("management.kind is only set in mode lab")
+        return self.management.kind
+
+    @property
+    def existing(self) -> ExistingManagement:
+        """The prod management settings (only valid in mode prod)."""
+        if self.management.existing is None:
+            raise ConfigError("management.existing is only set in mode prod")
+        return self.management.existing
+
+
+def _net(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    return ipaddress.ip_network(cidr)
+
+
+def _repeated(values: Iterable[str]) -> list[str]:
+    return sorted(value for value, n in Counter(values).items() if n > 1)
+
+
+def _duplicates(key: str, values: list[str]) -> list[str]:
+    return [f"{key}: {dupe!r} is declared twice; names must be unique" for dupe in _repeated(values)]
+
+
+# ---------------------------------------------------------------------------------- loading
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + part
+    return text or "platform"
+
+
+def parse_platform(raw: Mapping[str, Any] | None) -> PlatformConfig:
+    """Validate the raw ``platform`` object; raise ConfigError with one line per problem."""
+    if raw is None:
+        raise ConfigError(
+            f"config key '{CONFIG_KEY}' is missing: copy Pulumi.lab.yaml's platform block "
+            "into your stack file"
+        )
+    try:
+        return PlatformConfig.model_validate(raw)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            where = _location(error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "extra_forbidden":
+                message = "unknown key: remove it or check its spelling (keys are camelCase)"
+            elif error["type"] == "missing":
+                message = "required key is missing"
+            lines.append(f"{where}: {message}")
+        raise ConfigError("invalid stack configuration:\n  " + "\n  ".join(lines)) from None
+
+
+def load_platform_config() -> PlatformConfig:
+    """Read and validate ``<project>:platform`` from the running stack's config."""
+    import pulumi  # local import: the models stay usable without a Pulumi runtime
+
+    return parse_platform(pulumi.Config().get_object(CONFIG_KEY))  # type: ignore[arg-type]
+
+
+def required_secret_keys(platform: PlatformConfig) -> list[str]:
+    """Config keys (besides ``platform``) that must hold secrets: the prod management kubeconfig
+    and the credentials of external DataStores. The program reads them with ``require_secret``."""
+    keys: list[str] = []
+    if platform.management.existing is not None:
+        keys.append(platform.management.existing.kubeconfig_config_key)
+    keys += [d.credentials_config_key for d in platform.data_stores if d.credentials_config_key]
+    for tenant in platform.tenants:
+        dedicated = tenant.data_store.dedicated
+        if dedicated is not None and dedicated.credentials_config_key:
+            keys.append(dedicated.credentials_config_key)
+    return sorted(set(keys))

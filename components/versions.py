@@ -1,0 +1,57 @@
+"""Every pinned upstream version in one place (platform.md §4 pitfall 10).
+
+Charts are pinned by version, images by tag. Kamaji's chart is published as ``0.0.0+latest`` and
+moves with every push, so its *image* tag is what pins Kamaji. Contract tests compare these pins
+with the copies of the same releases in ``../shared/upstream`` (see ``tests/contract``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class HelmChart:
+    """A Helm chart pinned by repository, name and version."""
+
+    repo: str
+    chart: str
+    version: str
+
+
+@dataclass(frozen=True)
+class PinnedVersions:
+    """The versions this release of the program was built and contract-tested against."""
+
+    # Management cluster (lab): the kind node image for the management cluster itself.
+    kind_node_image: str = "kindest/node:v1.35.0"
+    metallb: HelmChart = HelmChart("https://metallb.github.io/metallb", "metallb", "0.16.1")
+    cert_manager: HelmChart = HelmChart("https://charts.jetstack.io", "cert-manager", "v1.21.1")
+    kamaji: HelmChart = HelmChart("https://clastix.github.io/charts", "kamaji", "0.0.0+latest")
+    kamaji_image_tag: str = "26.8.2-edge"
+    kamaji_etcd: HelmChart = HelmChart("https://clastix.github.io/charts", "kamaji-etcd", "0.17.0")
+    # Inside each tenant.
+    tigera_operator: HelmChart = HelmChart(
+        "https://docs.tigera.io/calico/charts", "tigera-operator", "v3.32.1"
+    )
+    hami: HelmChart = HelmChart("https://project-hami.github.io/HAMi/", "hami", "2.10.0")
+    hami_mock_device_plugin_tag: str = "1.0.1"
+    gpu_operator: HelmChart = HelmChart("https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v26.7.0")
+    # The lab's mock allocation completer runs this stdlib-only Python image.
+    completer_image: str = "python:3.12.8-alpine3.21"
+    # Cluster API (prod), installed by the cluster-api-operator chart.
+    cluster_api_operator: HelmChart = HelmChart(
+        "https://kubernetes-sigs.github.io/cluster-api-operator", "cluster-api-operator", "0.28.0"
+    )
+    cluster_api: str = "v1.13.5"
+    kamaji_control_plane_provider: str = "v0.20.0"
+    metal3_provider: str = "v1.13.2"
+    # The highest tenant Kubernetes version the pinned Kamaji accepts.
+    kamaji_max_tenant_minor: int = 36
+
+    def as_dict(self) -> dict[str, object]:
+        """A plain mapping for stack outputs and ``make versions``."""
+        return asdict(self)
+
+
+PINNED = PinnedVersions()

@@ -1,0 +1,1 @@
+"""Pulumi CrossGuard policy pack for the multi-tenant GPU platform."""

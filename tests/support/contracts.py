@@ -1,0 +1,189 @@
+"""Contract checks against the pinned upstream files.
+
+Two silent failure modes motivate these helpers:
+
+* Helm ignores values keys that the chart does not have (platform.md pitfall 8), so a typo or a
+  key from another chart version changes nothing and says nothing. ``missing_values_keys`` lists
+  every key the program sets that the pinned chart's default ``values.yaml`` does not have.
+* The API server prunes unknown fields of a custom resource, so a misspelt field disappears.
+  ``crd_violations`` validates a custom resource against its CRD's ``openAPIV3Schema`` with
+  unknown fields treated as errors.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+# Chart name -> folder under upstream/ holding its default values.yaml.
+CHART_DIRS: dict[str, str] = {
+    "metallb": "metallb",
+    "cert-manager": "cert-manager",
+    "kamaji": "kamaji",
+    "kamaji-etcd": "kamaji-etcd",
+    "tigera-operator": "tigera-operator",
+    "hami": "hami",
+    "gpu-operator": "gpu-operator",
+    "cluster-api-operator": "cluster-api-operator",
+}
+
+# Subcharts bundled by a chart: their keys live under the subchart's name and are checked
+# against the subchart's own defaults (platform.md §6).
+SUBCHARTS: dict[str, dict[str, str]] = {"kamaji": {"kamaji-etcd": "kamaji-etcd"}}
+
+# Keys a chart documents and its templates read but whose defaults are commented out in
+# values.yaml. Each entry names the template evidence; keep this list short.
+COMMENTED_DEFAULTS: dict[str, set[str]] = {}
+
+
+@cache
+def chart_defaults(upstream: Path, chart: str) -> dict[str, Any]:
+    """The pinned chart's default values."""
+    folder = CHART_DIRS.get(chart)
+    if folder is None:
+        raise KeyError(f"no pinned upstream copy for chart {chart!r}: add it to CHART_DIRS")
+    data = yaml.safe_load((upstream / folder / "values.yaml").read_text())
+    return data or {}
+
+
+def _leaf_paths(value: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    if isinstance(value, Mapping) and value:
+        for key, child in value.items():
+            yield from _leaf_paths(child, (*prefix, str(key)))
+    else:
+        yield prefix
+
+
+def _path_exists(defaults: Any, path: tuple[str, ...]) -> bool:
+    """True when the chart accepts ``path``: every key exists in the defaults, or the walk reaches
+    a free-form part (an empty map, a null, a list or a scalar the value replaces whole)."""
+    node = defaults
+    for key in path:
+        if not isinstance(node, Mapping):
+            return True  # below a scalar/list/null default the set value replaces it whole
+        if not node:
+            return True  # an empty map in the defaults is free-form (nodeSelector: {})
+        if key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def missing_values_keys(upstream: Path, chart: str, values: Mapping[str, Any]) -> list[str]:
+    """Dotted keys set in ``values`` that the pinned chart (or its subcharts) does not have."""
+    defaults = chart_defaults(upstream, chart)
+    subcharts = SUBCHARTS.get(chart, {})
+    allowed_extra = COMMENTED_DEFAULTS.get(chart, set())
+    missing: list[str] = []
+    for path in _leaf_paths(values):
+        if not path:
+            continue
+        dotted = ".".join(path)
+        if any(dotted == extra or dotted.startswith(extra + ".") for extra in allowed_extra):
+            continue
+        if path[0] in subcharts:
+            merged = copy.deepcopy(chart_defaults(upstream, subcharts[path[0]]))
+            parent_view = defaults.get(path[0]) or {}
+            merged.update(parent_view)
+            if not _path_exists(merged, path[1:]):
+                missing.append(dotted)
+            continue
+        if not _path_exists(defaults, path):
+            missing.append(dotted)
+    return missing
+
+
+# ------------------------------------------------------------------------------------ CRDs
+
+
+@dataclass(frozen=True)
+class CrdVersion:
+    group: str
+    version: str
+    kind: str
+    schema: dict[str, Any]
+    source: str
+
+
+@cache
+def crd_index(upstream: Path) -> dict[tuple[str, str, str], CrdVersion]:
+    """Every served CRD version under the upstream folder, by (group, version, kind)."""
+    index: dict[tuple[str, str, str], CrdVersion] = {}
+    for path in sorted(upstream.rglob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
+                continue
+            spec = document["spec"]
+            for version in spec.get("versions", []):
+                if not version.get("served", False):
+                    continue
+                schema = version.get("schema", {}).get("openAPIV3Schema")
+                if schema is None:
+                    continue
+                key = (spec["group"], version["name"], spec["names"]["kind"])
+                index[key] = CrdVersion(
+                    group=spec["group"],
+                    version=version["name"],
+                    kind=spec["names"]["kind"],
+                    schema=schema,
+                    source=str(path.relative_to(upstream)),
+                )
+    return index
+
+
+def _strict(schema: Any) -> Any:
+    """Turn a structural OpenAPI v3 schema into a JSON schema the way the API server applies it:
+    nullable honoured, int-or-string accepted, unknown fields rejected (instead of pruned)."""
+    if isinstance(schema, list):
+        return [_strict(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    result = {key: _strict(value) for key, value in schema.items()}
+    if result.pop("x-kubernetes-int-or-string", False):
+        result.pop("type", None)
+        result["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if result.pop("nullable", False) and "type" in result:
+        result["type"] = [result["type"], "null"]
+    preserve = result.pop("x-kubernetes-preserve-unknown-fields", False)
+    if (
+        result.get("type") == "object"
+        and "properties" in result
+        and "additionalProperties" not in result
+        and not preserve
+    ):
+        result["additionalProperties"] = False
+    for key in list(result):
+        if key.startswith("x-kubernetes-"):
+            del result[key]
+    return result
+
+
+def crd_violations(upstream: Path, obj: Mapping[str, Any]) -> list[str]:
+    """Schema violations of a whole custom resource (apiVersion, kind, metadata, spec)."""
+    api_version = str(obj.get("apiVersion", ""))
+    group, _, version = api_version.rpartition("/")
+    key = (group, version, str(obj.get("kind", "")))
+    crd = crd_index(upstream).get(key)
+    if crd is None:
+        return [f"no pinned CRD serves {api_version} {obj.get('kind')}"]
+    schema = _strict(crd.schema)
+    # metadata is validated by the API server itself, not by the CRD schema.
+    schema.setdefault("properties", {})["metadata"] = {"type": "object"}
+    body = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "metadata", "spec")}
+    validator = jsonschema.Draft7Validator(schema)
+    return [
+        f"{'.'.join(str(p) for p in error.absolute_path) or '<root>'}: {error.message}"
+        for error in sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
+    ]
+
+
+def has_crd(upstream: Path, api_version: str, kind: str) -> bool:
+    group, _, version = api_version.rpartition("/")
+    return (group, version, kind) in crd_index(upstream)

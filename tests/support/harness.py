@@ -1,0 +1,214 @@
+"""Run ``__main__.py`` under Pulumi mocks and record every registration.
+
+``evaluate(stack, preview)`` runs the whole program for ``Pulumi.<stack>.yaml`` in a child process
+(the Pulumi runtime keeps global state, so each evaluation gets a clean interpreter) and returns a
+``Recording``: every resource with its type, name, inputs, parent, provider, dependencies and which
+inputs were secret; the stack outputs; the log lines the program wrote.
+
+Mode matters: in ``preview`` mode the mocks answer like ``pulumi preview`` does, with outputs that
+come from a cluster or a command left unknown; in update mode they answer like a successful
+``pulumi up`` with plausible values (see ``tests/support/fakes_*.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "gpu-platform"
+SECRET_PLACEHOLDER = "mock-secret-value"
+UNKNOWN = "<unknown>"
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+@dataclass
+class Registration:
+    """One resource the program registered (or read), as the engine saw it."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    secret_inputs: list[str]
+    parent: str
+    provider: str
+    dependencies: list[str]
+    property_dependencies: dict[str, list[str]]
+    options: dict[str, Any]
+    read: bool = False
+
+    @property
+    def provider_urn(self) -> str:
+        """The URN part of the provider reference (``urn::id``)."""
+        return self.provider.rsplit("::", 1)[0] if self.provider else ""
+
+    def input_is_secret(self, path: str) -> bool:
+        """True when the input at ``path`` (dotted) or anything under it was secret."""
+        return any(p == path or p.startswith(path + ".") for p in self.secret_inputs)
+
+
+@dataclass
+class Recording:
+    """Everything one program evaluation registered."""
+
+    stack: str
+    preview: bool
+    resources: list[Registration]
+    outputs: dict[str, Any]
+    secret_outputs: list[str]
+    logs: list[str]
+    error: str | None = None
+    duplicate_urns: list[str] = field(default_factory=list)
+
+    def by_urn(self) -> dict[str, Registration]:
+        return {r.urn: r for r in self.resources}
+
+    def of_type(self, type_: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == type_]
+
+    def named(self, name: str) -> Registration:
+        matches = [r for r in self.resources if r.name == name]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources named {name!r}")
+        return matches[0]
+
+    def children(self, parent: Registration) -> list[Registration]:
+        return [r for r in self.resources if r.parent == parent.urn]
+
+    def ancestors(self, reg: Registration) -> Iterator[Registration]:
+        index = self.by_urn()
+        current = index.get(reg.parent)
+        while current is not None:
+            yield current
+            current = index.get(current.parent)
+
+    def component_of(self, reg: Registration, type_suffix: str) -> Registration | None:
+        """The nearest ancestor whose type ends with ``type_suffix`` (e.g. ``:GpuTenant``)."""
+        return next((a for a in self.ancestors(reg) if a.type.endswith(type_suffix)), None)
+
+    def provider_of(self, reg: Registration) -> Registration | None:
+        return self.by_urn().get(reg.provider_urn)
+
+    def dependency_closure(self, reg: Registration) -> set[str]:
+        """URNs ``reg`` waits for: explicit and property dependencies, its provider, its
+        parent's dependencies, transitively."""
+        index = self.by_urn()
+        seen: set[str] = set()
+        stack = [reg.urn]
+        while stack:
+            current = index.get(stack.pop())
+            if current is None:
+                continue
+            edges = set(current.dependencies)
+            for deps in current.property_dependencies.values():
+                edges.update(deps)
+            if current.provider_urn:
+                edges.add(current.provider_urn)
+            for edge in edges - seen:
+                seen.add(edge)
+                stack.append(edge)
+        return seen
+
+
+# ------------------------------------------------------------------------------- config
+
+
+def stack_file(stack: str) -> Path:
+    return REPO_ROOT / f"Pulumi.{stack}.yaml"
+
+
+def load_stack_config(stack: str) -> dict[str, Any]:
+    """The ``config:`` block of ``Pulumi.<stack>.yaml``."""
+    data = yaml.safe_load(stack_file(stack).read_text()) or {}
+    config = data.get("config") or {}
+    if not isinstance(config, dict):
+        raise ValueError(f"Pulumi.{stack}.yaml: config must be a mapping")
+    return config
+
+
+def mock_config(raw: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """Config as the engine hands it to a program: fully qualified keys, string values,
+    ``secure:`` values replaced by placeholders and listed as secret keys.
+
+    Secrets the stack file names but does not hold (the operator sets them with
+    ``pulumi config set --secret``) get placeholders too, so that the file evaluates as it will
+    once they are set.
+    """
+    values: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, value in raw.items():
+        qualified = key if ":" in key else f"{PROJECT}:{key}"
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            values[qualified] = SECRET_PLACEHOLDER
+            secret_keys.append(qualified)
+        elif isinstance(value, str):
+            values[qualified] = value
+        else:
+            values[qualified] = json.dumps(value)
+    platform = raw.get(f"{PROJECT}:platform")
+    if isinstance(platform, dict):
+        for name in operator_secret_keys(platform):
+            qualified = f"{PROJECT}:{name}"
+            if qualified not in values:
+                values[qualified] = SECRET_PLACEHOLDER
+                secret_keys.append(qualified)
+    return values, secret_keys
+
+
+def operator_secret_keys(platform: dict[str, Any]) -> list[str]:
+    """The secret config keys a platform block refers to (see components.config)."""
+    from components.config import ConfigError, parse_platform, required_secret_keys
+
+    try:
+        return required_secret_keys(parse_platform(platform))
+    except ConfigError:
+        return []
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def evaluate(
+    stack: str,
+    preview: bool,
+    config: dict[str, Any] | None = None,
+    timeout: float = 240.0,
+) -> Recording:
+    """Evaluate the program for a stack (or an explicit config block) in a child process."""
+    request = {
+        "stack": stack,
+        "preview": preview,
+        "config": config if config is not None else load_stack_config(stack),
+    }
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO_ROOT), str(REPO_ROOT / "policies"), env.get("PYTHONPATH", "")]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.support.harness_runner"],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"harness runner crashed for stack {stack} (preview={preview}):\n{proc.stderr[-4000:]}"
+        )
+    payload = json.loads(proc.stdout)
+    resources = [Registration(**r) for r in payload.pop("resources")]
+    return Recording(resources=resources, **payload)

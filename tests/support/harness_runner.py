@@ -1,0 +1,226 @@
+"""Child process of ``tests.support.harness.evaluate``: one program evaluation under mocks.
+
+Reads ``{"stack", "preview", "config"}`` as JSON on stdin, runs ``__main__.py`` with a recording
+mock monitor, prints the recording as JSON on stdout. A program error is recorded, not raised, so
+that tests can assert on it (e.g. bad config fails before any registration).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import pkgutil
+import runpy
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks, rpc
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
+
+from tests.support import harness
+
+SECRET_SIG = rpc._special_secret_sig
+SIG_KEY = rpc._special_sig_key
+
+FakeFn = Callable[[mocks.MockResourceArgs, bool], "dict[str, Any] | None"]
+
+
+def _unwrap(value: Any, path: str, secrets: list[str]) -> Any:
+    """Strip secret wrappers, recording the dotted paths that were secret; unknowns become
+    ``harness.UNKNOWN``; resource references become their URN."""
+    if isinstance(value, dict):
+        if value.get(SIG_KEY) == SECRET_SIG:
+            secrets.append(path)
+            return _unwrap(value.get("value"), path, [])
+        return {k: _unwrap(v, f"{path}.{k}" if path else k, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap(v, f"{path}[{i}]", secrets) for i, v in enumerate(value)]
+    if isinstance(value, pulumi.Resource):
+        return f"<resource {type(value).__name__}>"
+    if value is rpc.UNKNOWN or (isinstance(value, str) and value == rpc.UNKNOWN):
+        return harness.UNKNOWN
+    return value
+
+
+def _load_fakes() -> list[FakeFn]:
+    """Every ``fake_outputs`` function in ``tests/support/fakes_*.py``."""
+    import tests.support as support
+
+    found: list[FakeFn] = []
+    for info in sorted(pkgutil.iter_modules(support.__path__), key=lambda m: m.name):
+        if info.name.startswith("fakes_"):
+            module = importlib.import_module(f"tests.support.{info.name}")
+            found.append(module.fake_outputs)
+    return found
+
+
+class FakeMocks(pulumi.runtime.Mocks):
+    """Answers like the engine: inputs echoed as outputs, plus per-type fakes for what a
+    provider computes (command output, secrets read from a cluster). In preview, the fakes
+    decide what stays unknown."""
+
+    def __init__(self, preview: bool) -> None:
+        self.preview = preview
+        self.fakes = _load_fakes()
+
+    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        state = dict(args.inputs)
+        for fake in self.fakes:
+            extra = fake(args, self.preview)
+            if extra is not None:
+                state.update(extra)
+                break
+        resource_id = args.resource_id or f"{args.name}-id"
+        return resource_id, state
+
+    def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    """A MockMonitor that keeps what the engine would see of each registration."""
+
+    def __init__(self, mocks_: FakeMocks) -> None:
+        super().__init__(mocks_)
+        self.records: list[dict[str, Any]] = []
+        self.stack_outputs: dict[str, Any] = {}
+        self.secret_outputs: list[str] = []
+        self.seen_urns: set[str] = set()
+        self.duplicates: list[str] = []
+
+    def _record(self, request: Any, read: bool) -> None:
+        _ensure_event_loop()
+        raw = rpc.deserialize_properties(request.properties if read else request.object)
+        secrets: list[str] = []
+        inputs = _unwrap(raw, "", secrets)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if urn in self.seen_urns:
+            self.duplicates.append(urn)
+        self.seen_urns.add(urn)
+        registered = self.resources.get(urn)
+        options: dict[str, Any] = {}
+        if not read:
+            options = {
+                "additional_secret_outputs": list(request.additionalSecretOutputs),
+                "delete_before_replace": request.deleteBeforeReplace,
+                "ignore_changes": list(request.ignoreChanges),
+                "replace_on_changes": list(request.replaceOnChanges),
+                "protect": request.protect,
+                "retain_on_delete": request.retainOnDelete,
+                "custom_timeouts": {
+                    "create": request.customTimeouts.create,
+                    "update": request.customTimeouts.update,
+                    "delete": request.customTimeouts.delete,
+                },
+                "deleted_with": request.deletedWith,
+            }
+        self.records.append(
+            {
+                "urn": urn,
+                "type": request.type,
+                "name": request.name,
+                "custom": True if read else bool(request.custom),
+                "inputs": inputs,
+                "outputs": _unwrap(registered.state if registered else {}, "", []),
+                "secret_inputs": secrets,
+                "parent": request.parent,
+                "provider": request.provider,
+                "dependencies": [] if read else list(request.dependencies),
+                "property_dependencies": {}
+                if read
+                else {k: list(v.urns) for k, v in request.propertyDependencies.items()},
+                "options": options,
+                "read": read,
+            }
+        )
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type != harness.STACK_TYPE:
+            self._record(request, read=False)
+        return response
+
+    def ReadResource(self, request: Any) -> Any:
+        response = super().ReadResource(request)
+        self._record(request, read=True)
+        return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        if request.urn.split("::")[2] == harness.STACK_TYPE:
+            _ensure_event_loop()
+            secrets: list[str] = []
+            self.stack_outputs = _unwrap(rpc.deserialize_properties(request.outputs), "", secrets)
+            self.secret_outputs = secrets
+        return super().RegisterResourceOutputs(request)
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def main() -> None:
+    request = json.load(sys.stdin)
+    # Under mocks nothing runs on this host: the lab's host preflight has nothing to check.
+    os.environ["GPU_PLATFORM_SKIP_PREFLIGHT"] = "1"
+    preview = bool(request["preview"])
+    values, secret_keys = harness.mock_config(request["config"])
+    set_all_config(values, secret_keys)
+    monitor = RecordingMonitor(FakeMocks(preview))
+    logger = logging.getLogger("pulumi-program")
+    logger.propagate = False
+    handler = _ListHandler()
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    pulumi.runtime.set_mocks(
+        monitor.mocks,  # type: ignore[arg-type]
+        project=harness.PROJECT,
+        stack=request["stack"],
+        preview=preview,
+        logger=logger,
+        monitor=monitor,
+    )
+    error: str | None = None
+    program = str(harness.REPO_ROOT / "__main__.py")
+    try:
+        _sync_await(run_pulumi_func(lambda: runpy.run_path(program, run_name="__main__")))
+        # set_mocks finished the root stack before the program ran; finish it again so the
+        # program's exports are registered like the engine's entry point does.
+        root = pulumi.runtime.settings.get_root_resource()
+        if root is not None:
+            root._outputs_registered = False  # type: ignore[attr-defined]
+            root._finish()  # type: ignore[attr-defined]
+            _sync_await(run_pulumi_func(lambda: None))
+    except Exception as exc:  # recorded for the test to judge
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        if not isinstance(exc, ValueError):
+            error += "\n" + traceback.format_exc()
+    json.dump(
+        {
+            "stack": request["stack"],
+            "preview": preview,
+            "resources": monitor.records,
+            "outputs": monitor.stack_outputs,
+            "secret_outputs": monitor.secret_outputs,
+            "logs": handler.lines,
+            "error": error,
+            "duplicate_urns": monitor.duplicates,
+        },
+        sys.stdout,
+        default=str,
+    )
+
+
+if __name__ == "__main__":
+    main()
