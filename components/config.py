@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -34,6 +34,20 @@ KUBERNETES_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
 DATASTORE_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 # Namespaces HAMi's webhook must never gate (platform.md §3, pitfall 3).
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+# Cross-field checks report every problem at once; each becomes its own line in the error.
+PROBLEM_SEPARATOR = "\n"
+# Fixes for pydantic's generic messages, by error type.
+_FIXES = {
+    "greater_than": "zero or negative values are not allowed",
+    "greater_than_equal": "use a larger value",
+    "less_than_equal": "use a smaller value",
+    "too_short": "add at least one entry",
+    "literal_error": "use one of the listed values",
+    "int_parsing": "write a whole number",
+    "int_from_float": "write a whole number",
+    "string_type": "write a string (quote it in YAML)",
+    "bool_parsing": "write true or false",
+}
 
 
 class ConfigError(ValueError):
@@ -254,9 +268,7 @@ class ComponentResources(_Model):
 
 
 class ControlPlaneResources(_Model):
-    api_server: ComponentResources = ComponentResources(
-        requests={"cpu": "250m", "memory": "512Mi"}
-    )
+    api_server: ComponentResources = ComponentResources(requests={"cpu": "250m", "memory": "512Mi"})
     controller_manager: ComponentResources = ComponentResources(
         requests={"cpu": "125m", "memory": "256Mi"}
     )
@@ -326,7 +338,9 @@ class GpuQuota(_Model):
     """A namespace ResourceQuota on HAMi's resources inside the tenant."""
 
     namespace: str
-    gpu_memory_mib: PositiveInt = Field(alias="gpuMemoryMiB", description="limits.nvidia.com/gpumem")
+    gpu_memory_mib: PositiveInt = Field(
+        alias="gpuMemoryMiB", description="limits.nvidia.com/gpumem"
+    )
     gpu_cores: PositiveInt = Field(description="limits.nvidia.com/gpucores")
     gpus: PositiveInt = Field(description="requests.nvidia.com/gpu (cards, i.e. sharing slots)")
 
@@ -517,7 +531,7 @@ class PlatformConfig(_Model):
         problems += self._check_cidrs()
         problems += self._check_pools()
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(PROBLEM_SEPARATOR.join(problems))
         return self
 
     def _check_mode_sections(self) -> list[str]:
@@ -554,7 +568,9 @@ class PlatformConfig(_Model):
                 )
         declared = {d.name: d for d in self.data_stores}
         known = set(declared)
-        if self.mode == "lab" or (self.management.existing and self.management.existing.kamaji_etcd):
+        if self.mode == "lab" or (
+            self.management.existing and self.management.existing.kamaji_etcd
+        ):
             known.add("default")
         users: dict[str, list[str]] = {}
         for index, tenant in enumerate(self.tenants):
@@ -613,9 +629,7 @@ class PlatformConfig(_Model):
                 key = f"tenants[{t_index}].workerPools[{p_index}]"
                 device_mode = pool.device_mode or default_mode
                 if self.mode == "prod" and device_mode == "mock":
-                    problems.append(
-                        f"{key}.deviceMode: mock GPUs are lab-only; use nvidia in prod"
-                    )
+                    problems.append(f"{key}.deviceMode: mock GPUs are lab-only; use nvidia in prod")
                 if self.mode == "lab" and device_mode == "nvidia":
                     problems.append(
                         f"{key}.deviceMode: the lab's kindest/node workers have no GPUs; use mock"
@@ -663,7 +677,9 @@ def _repeated(values: Iterable[str]) -> list[str]:
 
 
 def _duplicates(key: str, values: list[str]) -> list[str]:
-    return [f"{key}: {dupe!r} is declared twice; names must be unique" for dupe in _repeated(values)]
+    return [
+        f"{key}: {dupe!r} is declared twice; names must be unique" for dupe in _repeated(values)
+    ]
 
 
 # ---------------------------------------------------------------------------------- loading
@@ -696,16 +712,25 @@ def parse_platform(raw: Mapping[str, Any] | None) -> PlatformConfig:
             if error["type"] == "extra_forbidden":
                 message = "unknown key: remove it or check its spelling (keys are camelCase)"
             elif error["type"] == "missing":
-                message = "required key is missing"
-            lines.append(f"{where}: {message}")
+                message = "required key is missing: add it"
+            elif error["type"] in _FIXES:
+                message = f"{message}: {_FIXES[error['type']]}"
+            if not error["loc"]:
+                # Cross-field problems already name their keys, one per line.
+                lines.extend(message.split(PROBLEM_SEPARATOR))
+                continue
+            lines.extend(f"{where}: {part}" for part in message.split(PROBLEM_SEPARATOR))
         raise ConfigError("invalid stack configuration:\n  " + "\n  ".join(lines)) from None
 
 
 def load_platform_config() -> PlatformConfig:
-    """Read and validate ``<project>:platform`` from the running stack's config."""
+    """Read and validate ``<project>:platform`` and check that the secrets it names are set."""
     import pulumi  # local import: the models stay usable without a Pulumi runtime
 
-    return parse_platform(pulumi.Config().get_object(CONFIG_KEY))  # type: ignore[arg-type]
+    config = pulumi.Config()
+    platform = parse_platform(config.get_object(CONFIG_KEY))
+    check_secrets_present(platform, lambda key: config.get_secret(key))
+    return platform
 
 
 def required_secret_keys(platform: PlatformConfig) -> list[str]:
@@ -720,3 +745,15 @@ def required_secret_keys(platform: PlatformConfig) -> list[str]:
         if dedicated is not None and dedicated.credentials_config_key:
             keys.append(dedicated.credentials_config_key)
     return sorted(set(keys))
+
+
+def check_secrets_present(platform: PlatformConfig, lookup: Callable[[str], object | None]) -> None:
+    """Fail early, naming the command, when a secret the stack refers to is not set."""
+    missing = [key for key in required_secret_keys(platform) if lookup(key) is None]
+    if missing:
+        raise ConfigError(
+            "secret config values are missing:\n  "
+            + "\n  ".join(
+                f"{key}: set it with `pulumi config set --secret {key} < <file>`" for key in missing
+            )
+        )

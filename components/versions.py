@@ -36,7 +36,9 @@ class PinnedVersions:
     )
     hami: HelmChart = HelmChart("https://project-hami.github.io/HAMi/", "hami", "2.10.0")
     hami_mock_device_plugin_tag: str = "1.0.1"
-    gpu_operator: HelmChart = HelmChart("https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v26.7.0")
+    gpu_operator: HelmChart = HelmChart(
+        "https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v26.7.0"
+    )
     # The lab's mock allocation completer runs this stdlib-only Python image.
     completer_image: str = "python:3.12.8-alpine3.21"
     # Cluster API (prod), installed by the cluster-api-operator chart.
@@ -55,3 +57,15 @@ class PinnedVersions:
 
 
 PINNED = PinnedVersions()
+
+
+def main() -> None:
+    """Print the pins, one per line (``make versions``)."""
+    for key, value in PINNED.as_dict().items():
+        if isinstance(value, dict):
+            value = f"{value['chart']} {value['version']} ({value['repo']})"
+        print(f"{key:32} {value}")
+
+
+if __name__ == "__main__":
+    main()

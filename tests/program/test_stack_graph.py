@@ -43,12 +43,13 @@ def test_only_the_three_components_sit_at_the_top(recording: Recording) -> None:
 
 
 def test_every_kubernetes_resource_has_an_explicit_provider(recording: Recording) -> None:
-    offenders = [
-        f"{r.type} {r.name}"
-        for r in recording.resources
-        if r.type.startswith("kubernetes:")
-        and ("::default" in r.provider or not r.provider_urn.split("::")[2:3] == ["pulumi:providers:kubernetes"])
-    ]
+    offenders = []
+    for reg in recording.resources:
+        if not reg.type.startswith("kubernetes:"):
+            continue
+        provider = recording.provider_of(reg)
+        if provider is None or provider.type != "pulumi:providers:kubernetes":
+            offenders.append(f"{reg.type} {reg.name}: provider {reg.provider or 'default'}")
     assert offenders == []
 
 
@@ -89,5 +90,7 @@ def test_kubernetes_providers_take_kubeconfig_as_secret(recording: Recording) ->
 
 
 def test_nothing_secret_reaches_the_log(recording: Recording) -> None:
-    leaked = [line for line in recording.logs if "mock-secret-value" in line or "kubeadm join" in line]
+    leaked = [
+        line for line in recording.logs if "mock-secret-value" in line or "kubeadm join" in line
+    ]
     assert leaked == []

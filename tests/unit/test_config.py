@@ -1,0 +1,321 @@
+"""Stack configuration: both stack files validate, and every kind of bad input fails with one
+clear message that names the key and the fix (issue: bad input before any registration)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from components.config import ConfigError, PlatformConfig, parse_platform, required_secret_keys
+from tests.support.harness import load_stack_config
+
+PLATFORM_KEY = "gpu-platform:platform"
+
+
+def stack_platform(stack: str) -> dict[str, Any]:
+    return copy.deepcopy(load_stack_config(stack)[PLATFORM_KEY])
+
+
+def expect_error(raw: dict[str, Any], *fragments: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        parse_platform(raw)
+    message = str(caught.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in:\n{message}"
+    return message
+
+
+# ------------------------------------------------------------------------ the stack files
+
+
+def test_lab_stack_matches_the_lab_report() -> None:
+    platform = parse_platform(stack_platform("lab"))
+    assert platform.mode == "lab"
+    tenants = {t.name: t for t in platform.tenants}
+    assert set(tenants) == {"tenant-a", "tenant-b"}
+
+    def node_totals(name: str) -> tuple[int, int, int]:
+        (pool,) = tenants[name].worker_pools
+        assert pool.replicas == 1
+        cards = pool.resolved_cards()
+        memory = sum(card.memory_mib * count for card, count in cards)
+        cores = sum(card.core_units * count for card, count in cards)
+        slots = sum(count for _, count in cards) * pool.slots_per_card
+        return memory, cores, slots
+
+    assert node_totals("tenant-a") == (81_920, 100, 10)
+    assert node_totals("tenant-b") == (49_152, 200, 20)
+    for tenant in tenants.values():
+        assert tenant.data_store.name == "default"
+    assert tenants["tenant-a"].data_store.schema_name != tenants["tenant-b"].data_store.schema_name
+    assert tenants["tenant-a"].data_store.username != tenants["tenant-b"].data_store.username
+
+
+def test_prod_stack_is_dedicated_and_keeps_secrets_out_of_the_file() -> None:
+    platform = parse_platform(stack_platform("prod"))
+    assert platform.mode == "prod"
+    assert all(t.data_store.dedicated is not None for t in platform.tenants)
+    assert all(p.machine is not None for t in platform.tenants for p in t.worker_pools)
+    assert all(
+        platform.tenant_device_mode(p) == "nvidia" for t in platform.tenants for p in t.worker_pools
+    )
+    assert required_secret_keys(platform) == ["managementKubeconfig", "speechDatastoreCredentials"]
+    raw_file = load_stack_config("prod")
+    assert "gpu-platform:managementKubeconfig" not in raw_file, "secrets are set with --secret"
+
+
+def test_models_are_frozen() -> None:
+    platform = parse_platform(stack_platform("lab"))
+    with pytest.raises(Exception, match="frozen"):
+        platform.tenants[0].name = "other"  # type: ignore[misc]
+
+
+def test_missing_platform_block_says_what_to_do() -> None:
+    with pytest.raises(ConfigError, match="config key 'platform' is missing"):
+        parse_platform(None)
+
+
+# ---------------------------------------------------------------------- one test per case
+
+
+def test_duplicate_tenant_names() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][1]["name"] = "tenant-a"
+    expect_error(raw, "tenants[].name: 'tenant-a' is declared twice")
+
+
+@pytest.mark.parametrize("bad_name", ["Tenant-A", "tenant_a", "-tenant", "t" * 64, "tenant-"])
+def test_invalid_tenant_names(bad_name: str) -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["name"] = bad_name
+    expect_error(raw, "tenants[0].name:", "DNS-1123")
+
+
+@pytest.mark.parametrize(
+    ("where", "key_path"),
+    [
+        (lambda raw: raw, "kubernetesVersoin"),
+        (lambda raw: raw["tenants"][0], "tenants[0].dataStores"),
+        (
+            lambda raw: raw["tenants"][0]["workerPools"][0]["cards"][0],
+            "tenants[0].workerPools[0].cards[0].vram",
+        ),
+        (lambda raw: raw["management"]["kind"], "management.kind.metalLbPoolSize"),
+    ],
+    ids=["top-level", "tenant", "card", "management"],
+)
+def test_unknown_keys_anywhere(where: Any, key_path: str) -> None:
+    raw = stack_platform("lab")
+    where(raw)[key_path.rsplit(".", 1)[-1]] = "x"
+    expect_error(raw, f"{key_path}: unknown key")
+
+
+def test_schema_used_by_two_tenants() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][1]["dataStore"]["schema"] = "tenant_a"
+    expect_error(raw, "tenants[].dataStore.schema: 'tenant_a' is used by more than one tenant")
+
+
+def test_username_used_by_two_tenants() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][1]["dataStore"]["username"] = "tenant_a"
+    expect_error(raw, "tenants[].dataStore.username: 'tenant_a' is used by more than one tenant")
+
+
+def test_tenant_version_above_what_kamaji_accepts() -> None:
+    raw = stack_platform("lab")
+    raw["kubernetesVersion"] = "v1.37.0"
+    expect_error(raw, "kubernetesVersion:", "above what Kamaji", "v1.36")
+
+
+def test_highest_accepted_version_passes() -> None:
+    raw = stack_platform("lab")
+    raw["kubernetesVersion"] = "v1.36.2"
+    assert parse_platform(raw).kubernetes_version == "v1.36.2"
+
+
+def test_malformed_version() -> None:
+    raw = stack_platform("lab")
+    raw["kubernetesVersion"] = "1.35"
+    expect_error(raw, "kubernetesVersion:", "write it like v1.35.0")
+
+
+def test_worker_image_of_another_version() -> None:
+    raw = stack_platform("lab")
+    raw["workerImage"] = "kindest/node:v1.34.0"
+    expect_error(raw, "workerImage kindest/node:v1.34.0 is not v1.35.0")
+
+
+def test_worker_image_of_the_tenant_version_passes() -> None:
+    raw = stack_platform("lab")
+    raw["workerImage"] = "kindest/node:v1.35.0@sha256:" + "0" * 64
+    assert parse_platform(raw).effective_worker_image.startswith("kindest/node:v1.35.0@")
+
+
+def test_mock_gpus_in_prod() -> None:
+    raw = stack_platform("prod")
+    raw["tenants"][0]["workerPools"][0]["deviceMode"] = "mock"
+    expect_error(raw, "tenants[0].workerPools[0].deviceMode: mock GPUs are lab-only")
+
+
+@pytest.mark.parametrize("value", [0, -1024])
+def test_zero_or_negative_memory(value: int) -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["workerPools"][0]["cards"] = [{"memoryMiB": value, "coreUnits": 100}]
+    expect_error(raw, "tenants[0].workerPools[0].cards[0].memoryMiB:", "greater than 0")
+
+
+@pytest.mark.parametrize("value", [0, -10])
+def test_zero_or_negative_slots(value: int) -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["workerPools"][0]["slotsPerCard"] = value
+    expect_error(raw, "tenants[0].workerPools[0].slotsPerCard:", "greater than 0")
+
+
+def test_overlapping_cidrs_within_a_tenant() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["network"]["serviceCidr"] = "10.10.128.0/20"
+    expect_error(raw, "tenants[0].network:", "overlaps", "disjoint")
+
+
+def test_overlapping_cidrs_across_tenants() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][1]["network"]["podCidr"] = "10.10.0.0/17"
+    expect_error(raw, "tenants[1].network.podCidr 10.10.0.0/17 overlaps tenants[0].network.podCidr")
+
+
+def test_tenant_cidr_overlapping_the_management_cluster() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["network"]["podCidr"] = "10.244.0.0/16"
+    expect_error(raw, "management.kind.podSubnet", "overlaps tenants[0].network.podCidr")
+
+
+def test_nats_datastore_shared_by_two_tenants() -> None:
+    raw = stack_platform("lab")
+    raw["dataStores"] = [
+        {
+            "name": "nats-shared",
+            "driver": "NATS",
+            "endpoints": ["nats.example:4222"],
+            "credentialsConfigKey": "natsCredentials",
+        }
+    ]
+    for tenant in raw["tenants"]:
+        tenant["dataStore"]["name"] = "nats-shared"
+    expect_error(raw, "dataStores 'nats-shared' is NATS and serves tenant-a, tenant-b")
+
+
+def test_nats_datastore_for_one_tenant_passes() -> None:
+    raw = stack_platform("lab")
+    raw["dataStores"] = [{"name": "nats-a", "driver": "NATS", "endpoints": ["nats.example:4222"]}]
+    raw["tenants"][0]["dataStore"]["name"] = "nats-a"
+    assert parse_platform(raw).tenants[0].data_store.name == "nats-a"
+
+
+# ----------------------------------------------------------------------------- more cases
+
+
+def test_unknown_datastore_name() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["dataStore"]["name"] = "missing"
+    expect_error(raw, "tenants[0].dataStore.name: 'missing' is not a DataStore this stack has")
+
+
+def test_prod_tenants_may_not_share_a_datastore() -> None:
+    raw = stack_platform("prod")
+    raw["dataStores"] = [{"name": "pg", "driver": "PostgreSQL", "endpoints": ["pg:5432"]}]
+    for tenant in raw["tenants"][:2]:
+        tenant["dataStore"] = {
+            "name": "pg",
+            "schema": tenant["dataStore"]["schema"],
+            "username": tenant["dataStore"]["username"],
+        }
+    expect_error(raw, "share DataStore 'pg': prod requires a dedicated DataStore per tenant")
+
+
+def test_admission_controllers_must_keep_the_webhook_plugins() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["controlPlane"] = {
+        "admissionControllers": ["NodeRestriction", "MutatingAdmissionWebhook"]
+    }
+    expect_error(raw, "tenants[0].controlPlane.admissionControllers:", "ValidatingAdmissionWebhook")
+
+
+def test_unknown_card_model_lists_the_catalog() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["workerPools"][0]["cards"] = [{"model": "B200-192GB"}]
+    expect_error(raw, "unknown card model 'B200-192GB'", "A100-80GB", "T4-16GB")
+
+
+def test_explicit_cards_resolve_without_the_catalog() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["workerPools"][0]["cards"] = [
+        {"memoryMiB": 12_288, "coreUnits": 100, "product": "NVIDIA-RTX-4070", "count": 3}
+    ]
+    platform = parse_platform(raw)
+    ((card, count),) = platform.tenants[0].worker_pools[0].resolved_cards()
+    assert (card.memory_mib, card.core_units, card.product, count) == (
+        12_288,
+        100,
+        "NVIDIA-RTX-4070",
+        3,
+    )
+
+
+def test_catalog_covers_the_issue_models() -> None:
+    from components.catalog import CARD_CATALOG
+
+    assert {"A100-80GB", "A100-40GB", "H100-80GB", "L4-24GB", "L40S-48GB", "T4-16GB"} <= set(
+        CARD_CATALOG
+    )
+    assert all("NVIDIA" in model.product for model in CARD_CATALOG.values())
+
+
+def test_lab_needs_kind_management() -> None:
+    raw = stack_platform("lab")
+    raw["management"] = {"existing": {}}
+    expect_error(raw, "mode lab needs management.kind")
+
+
+def test_prod_pools_need_a_machine_spec() -> None:
+    raw = stack_platform("prod")
+    del raw["tenants"][0]["workerPools"][0]["machine"]
+    expect_error(
+        raw, "tenants[0].workerPools[0].machine: prod pools need a Cluster API machine spec"
+    )
+
+
+def test_old_kamaji_control_plane_provider_is_refused() -> None:
+    raw = stack_platform("prod")
+    raw["management"]["existing"]["clusterApi"]["controlPlaneKamaji"] = "v0.15.0"
+    expect_error(raw, "controlPlaneKamaji:", "v0.20.0 or later")
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][1]["dataStore"]["schema"] = "tenant_a"
+    raw["tenants"][1]["dataStore"]["username"] = "tenant_a"
+    message = expect_error(raw, "schema", "username")
+    assert message.count("is used by more than one tenant") == 2
+
+
+def test_model_type_is_platform_config() -> None:
+    assert isinstance(parse_platform(stack_platform("lab")), PlatformConfig)
+
+
+def test_missing_secrets_name_the_command() -> None:
+    from components.config import check_secrets_present
+
+    platform = parse_platform(stack_platform("prod"))
+    with pytest.raises(ConfigError) as caught:
+        check_secrets_present(platform, {"speechDatastoreCredentials": "x"}.get)
+    assert (
+        "managementKubeconfig: set it with `pulumi config set --secret managementKubeconfig"
+        in str(caught.value)
+    )
+    assert "speechDatastoreCredentials" not in str(caught.value)
+    check_secrets_present(
+        platform, {"managementKubeconfig": "k", "speechDatastoreCredentials": "c"}.get
+    )
