@@ -84,3 +84,7 @@ bench: ## Evaluation cost, critical path and control-plane footprint (see README
 .PHONY: fetch-upstream
 fetch-upstream: ## Download the pinned upstream charts/CRDs into .upstream/ (outside this workspace)
 	bash scripts/fetch-upstream.sh .upstream
+
+.PHONY: docs
+docs: ## Regenerate README.md's configuration reference from the pydantic models
+	$(BIN)/python -m components.config_reference --write README.md

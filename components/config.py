@@ -140,7 +140,7 @@ class CardSpec(_Model):
 class MachineHealthCheckSpec(_Model):
     """Cluster API remediation for a prod pool (off unless enabled)."""
 
-    enabled: bool = False
+    enabled: bool = Field(default=False, description="create a MachineHealthCheck")
     unhealthy_after: str = Field(default="300s", description="NotReady/Unknown for this long")
     max_unhealthy: str = Field(default="40%", description="stop remediating above this share")
 
@@ -155,15 +155,17 @@ class MachineSpec(_Model):
         default_factory=dict,
         description="the infrastructure machine template's spec.template.spec, verbatim",
     )
-    health_check: MachineHealthCheckSpec = MachineHealthCheckSpec()
+    health_check: MachineHealthCheckSpec = Field(
+        default=MachineHealthCheckSpec(), description="remediation of unhealthy machines"
+    )
 
 
 class WorkerPool(_Model):
     """One pool of identical GPU nodes in one tenant."""
 
-    name: str
-    replicas: PositiveInt = 1
-    cards: list[CardSpec] = Field(min_length=1)
+    name: str = Field(description="DNS-1123 label, unique in the tenant")
+    replicas: PositiveInt = Field(default=1, description="nodes")
+    cards: list[CardSpec] = Field(min_length=1, description="the cards on each node")
     slots_per_card: PositiveInt = Field(
         default=10, description="pods that may share one card (HAMi deviceSplitCount)"
     )
@@ -188,8 +190,8 @@ class WorkerPool(_Model):
 class DataStoreSpec(_Model):
     """A DataStore the platform creates and tenants may bind to by name."""
 
-    name: str
-    driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"]
+    name: str = Field(description="DataStore name (cluster-scoped)")
+    driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"] = Field(description="its kind")
     endpoints: list[str] = Field(min_length=1, description="host:port of each server")
     credentials_config_key: str | None = Field(
         default=None,
@@ -205,13 +207,17 @@ class DataStoreSpec(_Model):
 class DedicatedDataStore(_Model):
     """A DataStore that serves exactly one tenant: a kamaji-etcd release, or an external one."""
 
-    driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"] = "etcd"
+    driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"] = Field(
+        default="etcd", description="etcd is deployed per tenant; others are external"
+    )
     replicas: PositiveInt = Field(default=3, description="kamaji-etcd members (etcd only)")
     storage_size: str = Field(default="8Gi", description="kamaji-etcd PVC size (etcd only)")
     endpoints: list[str] = Field(
         default_factory=list, description="external servers; empty = deploy kamaji-etcd"
     )
-    credentials_config_key: str | None = None
+    credentials_config_key: str | None = Field(
+        default=None, description="secret config key with its TLS material / password"
+    )
 
     @model_validator(mode="after")
     def _external_needs_endpoints(self) -> DedicatedDataStore:
@@ -236,9 +242,11 @@ class DataStoreBinding(_Model):
     """Where a tenant's state lives: a named (possibly shared) DataStore, or a dedicated one."""
 
     name: str | None = Field(default=None, description="an existing or declared DataStore")
-    dedicated: DedicatedDataStore | None = None
+    dedicated: DedicatedDataStore | None = Field(
+        default=None, description="a DataStore serving this tenant only"
+    )
     schema_name: str = Field(alias="schema", description="etcd prefix / SQL database")
-    username: str
+    username: str = Field(description="datastore user (etcd user / SQL role)")
 
     @field_validator("schema_name", "username")
     @classmethod
@@ -263,16 +271,25 @@ class DataStoreBinding(_Model):
 class ComponentResources(_Model):
     """Requests (and optional limits) of one control-plane container."""
 
-    requests: dict[str, str] = Field(default_factory=dict)
-    limits: dict[str, str] = Field(default_factory=dict)
+    requests: dict[str, str] = Field(default_factory=dict, description="cpu/memory requests")
+    limits: dict[str, str] = Field(default_factory=dict, description="cpu/memory limits")
 
 
 class ControlPlaneResources(_Model):
-    api_server: ComponentResources = ComponentResources(requests={"cpu": "250m", "memory": "512Mi"})
-    controller_manager: ComponentResources = ComponentResources(
-        requests={"cpu": "125m", "memory": "256Mi"}
+    """Requests of the hosted control plane's containers (per replica)."""
+
+    api_server: ComponentResources = Field(
+        default=ComponentResources(requests={"cpu": "250m", "memory": "512Mi"}),
+        description="kube-apiserver container",
     )
-    scheduler: ComponentResources = ComponentResources(requests={"cpu": "125m", "memory": "128Mi"})
+    controller_manager: ComponentResources = Field(
+        default=ComponentResources(requests={"cpu": "125m", "memory": "256Mi"}),
+        description="kube-controller-manager container",
+    )
+    scheduler: ComponentResources = Field(
+        default=ComponentResources(requests={"cpu": "125m", "memory": "128Mi"}),
+        description="kube-scheduler container",
+    )
 
 
 WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
@@ -281,12 +298,16 @@ WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
 class ControlPlane(_Model):
     """The hosted control plane's shape."""
 
-    replicas: PositiveInt = 1
-    service_type: Literal["LoadBalancer", "NodePort"] = "LoadBalancer"
+    replicas: PositiveInt = Field(default=1, description="control-plane pods")
+    service_type: Literal["LoadBalancer", "NodePort"] = Field(
+        default="LoadBalancer", description="how workers reach the API (6443) and Konnectivity"
+    )
     address: str | None = Field(
         default=None, description="fixed LoadBalancer IP (lab: taken from the MetalLB pool)"
     )
-    resources: ControlPlaneResources = ControlPlaneResources()
+    resources: ControlPlaneResources = Field(
+        default=ControlPlaneResources(), description="per control-plane container"
+    )
     admission_controllers: list[str] | None = Field(
         default=None, description="None keeps Kamaji's default list"
     )
@@ -312,8 +333,8 @@ class ControlPlane(_Model):
 
 
 class TenantNetwork(_Model):
-    pod_cidr: str
-    service_cidr: str
+    pod_cidr: str = Field(description="tenant pods (Calico pool and TCP podCidr)")
+    service_cidr: str = Field(description="tenant services")
 
     @field_validator("pod_cidr", "service_cidr")
     @classmethod
@@ -337,7 +358,7 @@ class TenantNetwork(_Model):
 class GpuQuota(_Model):
     """A namespace ResourceQuota on HAMi's resources inside the tenant."""
 
-    namespace: str
+    namespace: str = Field(description="tenant namespace the quota applies to")
     gpu_memory_mib: PositiveInt = Field(
         alias="gpuMemoryMiB", description="limits.nvidia.com/gpumem"
     )
@@ -372,12 +393,14 @@ class GpuRequest(_Model):
 class Workload(_Model):
     """A GPU workload declared for a tenant, so previews (and the policy pack) review it."""
 
-    name: str
-    namespace: str = "default"
-    replicas: Annotated[int, Field(ge=0)] = 1
-    image: str = "busybox:1.37.0"
-    command: list[str] = Field(default_factory=lambda: ["sleep", "infinity"])
-    gpu: GpuRequest
+    name: str = Field(description="Deployment name")
+    namespace: str = Field(default="default", description="tenant namespace")
+    replicas: Annotated[int, Field(ge=0)] = Field(default=1, description="pods")
+    image: str = Field(default="busybox:1.37.0", description="container image (pinned tag)")
+    command: list[str] = Field(
+        default_factory=lambda: ["sleep", "infinity"], description="container command"
+    )
+    gpu: GpuRequest = Field(description="what each pod asks of HAMi")
 
     @field_validator("name", "namespace")
     @classmethod
@@ -388,13 +411,19 @@ class Workload(_Model):
 class Tenant(_Model):
     """One team: its hosted control plane, datastore binding, network, quotas and GPU pools."""
 
-    name: str
-    data_store: DataStoreBinding
-    network: TenantNetwork
-    control_plane: ControlPlane = ControlPlane()
-    gpu_quotas: list[GpuQuota] = Field(default_factory=list)
-    worker_pools: list[WorkerPool] = Field(default_factory=list)
-    workloads: list[Workload] = Field(default_factory=list)
+    name: str = Field(description="DNS-1123 label; names the TCP, namespace and resources")
+    data_store: DataStoreBinding = Field(description="where its control-plane state lives")
+    network: TenantNetwork = Field(description="disjoint from every other tenant")
+    control_plane: ControlPlane = Field(
+        default=ControlPlane(), description="the hosted control plane"
+    )
+    gpu_quotas: list[GpuQuota] = Field(
+        default_factory=list, description="HAMi ResourceQuotas inside the tenant"
+    )
+    worker_pools: list[WorkerPool] = Field(default_factory=list, description="GPU node pools")
+    workloads: list[Workload] = Field(
+        default_factory=list, description="GPU workloads reviewed at preview, then deployed"
+    )
 
     @field_validator("name")
     @classmethod
@@ -420,12 +449,18 @@ class Tenant(_Model):
 class KindManagement(_Model):
     """Lab: a kind cluster on this host, MetalLB on the kind docker network."""
 
-    cluster_name: str = "gpu-lab"
-    node_image: str = PINNED.kind_node_image
-    docker_network: str = "kind"
-    metallb_pool_size: Annotated[int, Field(ge=2, le=256)] = 16
-    pod_subnet: str = "10.244.0.0/16"
-    service_subnet: str = "10.96.0.0/12"
+    cluster_name: str = Field(default="gpu-lab", description="the kind cluster's name")
+    node_image: str = Field(
+        default=PINNED.kind_node_image, description="kindest/node image of the management cluster"
+    )
+    docker_network: str = Field(
+        default="kind", description="docker network of kind; MetalLB uses its IPv4 subnet"
+    )
+    metallb_pool_size: Annotated[int, Field(ge=2, le=256)] = Field(
+        default=16, description="LoadBalancer addresses carved from the top of that subnet"
+    )
+    pod_subnet: str = Field(default="10.244.0.0/16", description="management cluster pods")
+    service_subnet: str = Field(default="10.96.0.0/12", description="management cluster services")
 
     @field_validator("cluster_name")
     @classmethod
@@ -434,17 +469,26 @@ class KindManagement(_Model):
 
 
 class InfrastructureProvider(_Model):
-    name: Literal["metal3", "docker"] = "metal3"
-    version: str = PINNED.metal3_provider
+    name: Literal["metal3", "docker"] = Field(
+        default="metal3", description="Cluster API infrastructure provider for GPU machines"
+    )
+    version: str = Field(default=PINNED.metal3_provider, description="its release")
 
 
 class ClusterApiVersions(_Model):
     """Cluster API providers installed through the cluster-api-operator chart."""
 
-    core: str = PINNED.cluster_api
-    bootstrap_kubeadm: str = PINNED.cluster_api
-    control_plane_kamaji: str = PINNED.kamaji_control_plane_provider
-    infrastructure: InfrastructureProvider = InfrastructureProvider()
+    core: str = Field(default=PINNED.cluster_api, description="cluster-api core (v1.13.x)")
+    bootstrap_kubeadm: str = Field(
+        default=PINNED.cluster_api, description="kubeadm bootstrap provider (v1.13.x)"
+    )
+    control_plane_kamaji: str = Field(
+        default=PINNED.kamaji_control_plane_provider,
+        description="Kamaji control-plane provider (v0.20.0 or later)",
+    )
+    infrastructure: InfrastructureProvider = Field(
+        default=InfrastructureProvider(), description="where GPU machines come from"
+    )
 
     @field_validator("core", "bootstrap_kubeadm")
     @classmethod
@@ -476,25 +520,35 @@ class ExistingManagement(_Model):
         description="the secret config key holding the management kubeconfig",
     )
     kamaji_etcd: bool = Field(default=False, description="deploy Kamaji's bundled etcd")
-    cluster_api: ClusterApiVersions = ClusterApiVersions()
+    cluster_api: ClusterApiVersions = Field(
+        default=ClusterApiVersions(), description="provider versions (cluster-api-operator)"
+    )
 
 
 class Management(_Model):
     """Exactly one of kind (lab) or existing (prod)."""
 
-    kind: KindManagement | None = None
-    existing: ExistingManagement | None = None
+    kind: KindManagement | None = Field(default=None, description="lab: a kind cluster here")
+    existing: ExistingManagement | None = Field(
+        default=None, description="prod: an existing management cluster"
+    )
 
 
 class HamiSettings(_Model):
     """How HAMi runs inside every tenant."""
 
-    webhook_failure_policy: Literal["Fail", "Ignore"] = "Fail"
+    webhook_failure_policy: Literal["Fail", "Ignore"] = Field(
+        default="Fail", description="Fail: GPU pods are refused, never silently unscheduled by HAMi"
+    )
     node_lock_timeout: str = Field(
         default="30s", description="backstop for locks the device plugin never releases"
     )
-    gpu_scheduler_policy: Literal["spread", "binpack"] = "spread"
-    node_scheduler_policy: Literal["spread", "binpack"] = "binpack"
+    gpu_scheduler_policy: Literal["spread", "binpack"] = Field(
+        default="spread", description="card order on a node"
+    )
+    node_scheduler_policy: Literal["spread", "binpack"] = Field(
+        default="binpack", description="node order"
+    )
 
 
 # --------------------------------------------------------------------------------- platform
@@ -503,17 +557,21 @@ class HamiSettings(_Model):
 class PlatformConfig(_Model):
     """The whole stack: mode, one Kubernetes version, management cluster, tenants."""
 
-    mode: Literal["lab", "prod"]
+    mode: Literal["lab", "prod"] = Field(
+        description="lab: kind + simulated GPUs on one host; prod: existing cluster + Cluster API"
+    )
     kubernetes_version: str = Field(
         description="drives tenant control planes, worker images and HAMi's kube-scheduler"
     )
     worker_image: str | None = Field(
         default=None, description="lab: kindest/node image (default: the tenant version)"
     )
-    management: Management
-    hami: HamiSettings = HamiSettings()
-    data_stores: list[DataStoreSpec] = Field(default_factory=list)
-    tenants: list[Tenant] = Field(min_length=1)
+    management: Management = Field(description="exactly one of kind (lab) or existing (prod)")
+    hami: HamiSettings = Field(default=HamiSettings(), description="HAMi inside every tenant")
+    data_stores: list[DataStoreSpec] = Field(
+        default_factory=list, description="extra (external) DataStores tenants may bind to by name"
+    )
+    tenants: list[Tenant] = Field(min_length=1, description="one entry per team")
 
     @field_validator("kubernetes_version")
     @classmethod

@@ -1,0 +1,108 @@
+"""The configuration reference, generated from the pydantic models.
+
+``python -m components.config_reference`` prints the Markdown table that README.md carries;
+``tests/unit/test_readme.py`` checks that the README's table lists exactly the models' keys.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+import typing
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from components.config import PlatformConfig
+
+
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model inside an annotation (Optional/list/Annotated unwrapped) and whether a list."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _nested_model(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            model, is_list = _nested_model(arg)
+            if model is not None:
+                return model, is_list
+        return None, False
+    if origin is list:
+        model, _ = _nested_model(typing.get_args(annotation)[0])
+        return model, True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    return None, False
+
+
+def _type_name(annotation: Any) -> str:
+    text = str(annotation).replace("typing.", "").replace("components.config.", "")
+    text = text.replace("Annotated[int, Gt(gt=0)]", "int > 0").replace("NoneType", "None")
+    return text.replace("<class '", "").replace("'>", "")
+
+
+def _default(info: FieldInfo) -> str:
+    if info.default is not PydanticUndefined and not isinstance(info.default, BaseModel):
+        return "" if info.default is None else repr(info.default)
+    if info.default_factory is not None and not isinstance(info.default, BaseModel):
+        return "[]" if info.default_factory is list else ""
+    return "required" if info.is_required() else ""
+
+
+def reference_rows(
+    model: type[BaseModel] = PlatformConfig, prefix: str = ""
+) -> Iterator[tuple[str, str, str, str]]:
+    """(key path, type, default, description) for every key, depth first."""
+    for name, info in model.model_fields.items():
+        key = info.alias or name
+        path = f"{prefix}{key}"
+        nested, is_list = _nested_model(info.annotation)
+        if nested is not None:
+            yield path, "list" if is_list else "object", _default(info), info.description or ""
+            yield from reference_rows(nested, f"{path}[]." if is_list else f"{path}.")
+        else:
+            yield path, _type_name(info.annotation), _default(info), info.description or ""
+
+
+def markdown_table() -> str:
+    lines = [
+        "| key (under `gpu-platform:platform`) | type | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    for path, type_name, default, description in reference_rows():
+        cells = [
+            f"`{path}`",
+            type_name.replace("|", "\\|"),
+            default.replace("|", "\\|"),
+            description,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+START = "<!-- config-reference:start -->"
+END = "<!-- config-reference:end -->"
+
+
+def with_reference(readme: str) -> str:
+    """The README text with the generated table between the markers."""
+    head, _, rest = readme.partition(START)
+    _, _, tail = rest.partition(END)
+    return f"{head}{START}\n{markdown_table()}\n{END}{tail}"
+
+
+def main(argv: list[str]) -> None:
+    """Print the table, or with ``--write README.md`` put it between the README's markers."""
+    if len(argv) == 3 and argv[1] == "--write":
+        path = Path(argv[2])
+        path.write_text(with_reference(path.read_text()))
+    else:
+        print(markdown_table())
+
+
+if __name__ == "__main__":
+    main(sys.argv)
