@@ -55,7 +55,8 @@ SECTIONS = (
 )
 MISSING_REASON = (
     "HAMi fit vectors not found (hami/fit-cases.json under the pinned upstream dir): set "
-    "GPU_PLATFORM_UPSTREAM_DIR or run scripts/fetch-upstream.sh"
+    "GPU_PLATFORM_UPSTREAM_DIR to the shared upstream folder (the vectors transcribe HAMi's "
+    "Go tests; scripts/fetch-upstream.sh cannot download them)"
 )
 
 
