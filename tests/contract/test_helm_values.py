@@ -45,7 +45,9 @@ def test_releases_use_the_pinned_chart_versions(stack: str, recordings) -> None:
             problems.append(f"{release.name}: chart {chart!r} is not pinned in versions.py")
             continue
         if release.inputs.get("version") != pinned.version:
-            problems.append(f"{release.name}: version {release.inputs.get('version')} != {pinned.version}")
+            problems.append(
+                f"{release.name}: version {release.inputs.get('version')} != {pinned.version}"
+            )
         repo = (release.inputs.get("repositoryOpts") or {}).get("repo")
         if repo != pinned.repo:
             problems.append(f"{release.name}: repo {repo} != {pinned.repo}")
@@ -57,7 +59,12 @@ def test_the_checker_flags_an_unknown_key(upstream_dir: Path) -> None:
     assert missing_values_keys(
         upstream_dir, "hami", {"scheduler": {"kubeScheduler": {"imageTag": "v1.35.0"}}}
     ) == ["scheduler.kubeScheduler.imageTag"]
-    assert missing_values_keys(upstream_dir, "kamaji", {"etcd": {"deploy": False}}) == ["etcd.deploy"]
-    assert missing_values_keys(
-        upstream_dir, "kamaji", {"kamaji-etcd": {"datastore": {"name": "default"}}}
-    ) == []
+    assert missing_values_keys(upstream_dir, "kamaji", {"etcd": {"deploy": False}}) == [
+        "etcd.deploy"
+    ]
+    assert (
+        missing_values_keys(
+            upstream_dir, "kamaji", {"kamaji-etcd": {"datastore": {"name": "default"}}}
+        )
+        == []
+    )

@@ -44,7 +44,11 @@ def _unwrap(value: Any, path: str, secrets: list[str]) -> Any:
         return [_unwrap(v, f"{path}[{i}]", secrets) for i, v in enumerate(value)]
     if isinstance(value, pulumi.Resource):
         return f"<resource {type(value).__name__}>"
-    if value is rpc.UNKNOWN or (isinstance(value, str) and value == rpc.UNKNOWN):
+    if (
+        value is rpc.UNKNOWN
+        or isinstance(value, pulumi.output.Unknown)
+        or (isinstance(value, str) and value == rpc.UNKNOWN)
+    ):
         return harness.UNKNOWN
     return value
 

@@ -1,0 +1,176 @@
+"""Lab networking decisions: the MetalLB pool carved from the ``kind`` docker network, and the
+fixed LoadBalancer address of each tenant.
+
+``docker network inspect kind`` lists the network's IPAM subnets in no guaranteed order, and on
+hosts with IPv6 enabled the IPv6 subnet often comes first (the lab report's pitfall: a pool taken
+from the first subnet is an IPv6 range MetalLB's L2 mode cannot serve to the kind nodes). These
+functions always pick the **IPv4** subnet explicitly.
+
+The pool is carved from the **top** of that subnet: docker hands container addresses out from the
+bottom (the gateway, the kind node, then every worker container), so the top is where nobody else
+allocates. The broadcast address and the gateway are never part of the pool, and the pool must fit
+in the subnet's upper half so docker keeps the lower half for containers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Sequence
+from typing import Any
+
+IPv4 = ipaddress.IPv4Address
+
+
+class LabNetworkError(ValueError):
+    """The docker network cannot host the MetalLB pool, or a tenant has no address."""
+
+
+def _networks(inspect_json: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(inspect_json)
+    except json.JSONDecodeError as exc:
+        raise LabNetworkError(
+            f"`docker network inspect` did not print JSON ({exc.msg}): run it by hand to see why"
+        ) from None
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list) or not data or not all(isinstance(n, dict) for n in data):
+        raise LabNetworkError(
+            "`docker network inspect` printed no network: create the kind cluster first "
+            "(kind creates the docker network)"
+        )
+    return data
+
+
+def ipv4_subnet(inspect_json: str) -> tuple[ipaddress.IPv4Network, IPv4 | None]:
+    """The IPv4 subnet (and its gateway, when docker reports one) of the network described by
+    ``docker network inspect`` output, whatever the order of the IPAM config entries."""
+    network = _networks(inspect_json)[0]
+    name = network.get("Name", "?")
+    configs = (network.get("IPAM") or {}).get("Config") or []
+    seen: list[str] = []
+    for entry in configs:
+        subnet = str((entry or {}).get("Subnet", ""))
+        seen.append(subnet)
+        try:
+            parsed = ipaddress.ip_network(subnet, strict=False)
+        except ValueError:
+            continue
+        if isinstance(parsed, ipaddress.IPv4Network):
+            gateway_text = (entry or {}).get("Gateway")
+            gateway = ipaddress.IPv4Address(gateway_text) if gateway_text else None
+            return parsed, gateway
+    raise LabNetworkError(
+        f"docker network {name} has no IPv4 subnet (found: {', '.join(seen) or 'none'}): "
+        "MetalLB's L2 pool needs one; recreate the network with an IPv4 subnet "
+        "(e.g. `docker network create kind --subnet 172.18.0.0/16`) before creating the cluster"
+    )
+
+
+def carve_pool(subnet: ipaddress.IPv4Network, size: int, gateway: IPv4 | None = None) -> list[str]:
+    """``size`` addresses from the top of ``subnet``, returned ascending: never the broadcast
+    address, never the gateway, and only from the subnet's upper half."""
+    if size < 1:
+        raise LabNetworkError(f"a MetalLB pool needs at least one address, not {size}")
+    upper_half_start = int(subnet.network_address) + subnet.num_addresses // 2
+    broadcast = int(subnet.broadcast_address)
+    candidates = [
+        IPv4(value)
+        for value in range(broadcast - 1, upper_half_start - 1, -1)
+        if gateway is None or IPv4(value) != gateway
+    ]
+    if subnet.num_addresses < 4:
+        candidates = []  # /31 and /32 have no broadcast-free upper half
+    if len(candidates) < size:
+        room = len(candidates)
+        raise LabNetworkError(
+            f"the kind network's IPv4 subnet {subnet} has room for {room} MetalLB addresses "
+            f"in its upper half, but management.kind.metallbPoolSize is {size}: lower "
+            "metallbPoolSize, or recreate the kind network with a larger subnet (at least a /24)"
+        )
+    return [str(address) for address in sorted(candidates[:size])]
+
+
+def metallb_pool(inspect_json: str, size: int) -> list[str]:
+    """The lab's MetalLB addresses, ascending, from ``docker network inspect <network>`` output."""
+    subnet, gateway = ipv4_subnet(inspect_json)
+    return carve_pool(subnet, size, gateway)
+
+
+def address_ranges(pool: Sequence[str]) -> list[str]:
+    """The pool as MetalLB ``IPAddressPool.spec.addresses`` entries: one ``first-last`` range
+    per run of consecutive addresses."""
+    if not pool:
+        raise LabNetworkError("the MetalLB pool is empty")
+    values = sorted(int(IPv4(address)) for address in pool)
+    ranges: list[str] = []
+    start = previous = values[0]
+    for value in [*values[1:], None]:
+        if value is not None and value == previous + 1:
+            previous = value
+            continue
+        ranges.append(f"{IPv4(start)}-{IPv4(previous)}")
+        if value is not None:
+            start = previous = value
+    return ranges
+
+
+def tenant_address(pool: Sequence[str], index: int) -> str:
+    """The fixed LoadBalancer address of the tenant at ``index`` (its position in the stack's
+    tenant list): the pool's addresses are handed out in ascending order."""
+    if index < 0:
+        raise LabNetworkError(f"tenant index {index} is negative")
+    if index >= len(pool):
+        raise LabNetworkError(
+            f"tenant #{index + 1} has no LoadBalancer address: the MetalLB pool holds "
+            f"{len(pool)} addresses; raise management.kind.metallbPoolSize to at least "
+            f"{index + 1}"
+        )
+    return pool[index]
+
+
+def assign_tenant_addresses(pool: Sequence[str], requested: Sequence[str | None]) -> list[str]:
+    """One address per tenant: the one it requests (``controlPlane.address``, which must be in
+    the pool) or else ``tenant_address(pool, index)``; two tenants never share one."""
+    members = set(pool)
+    explicit: dict[str, int] = {}
+    for index, address in enumerate(requested):
+        if address is None:
+            continue
+        if address not in members:
+            raise LabNetworkError(
+                f"tenants[{index}].controlPlane.address {address} is not in the lab's MetalLB "
+                f"pool ({', '.join(address_ranges(pool))}): pick one of those addresses or "
+                "drop the key to get one assigned"
+            )
+        if address in explicit:
+            raise LabNetworkError(
+                f"tenants[{explicit[address]}] and tenants[{index}] both request {address}: "
+                "give every tenant its own controlPlane.address"
+            )
+        explicit[address] = index
+    assigned: list[str] = []
+    for index, address in enumerate(requested):
+        if address is not None:
+            assigned.append(address)
+            continue
+        implicit = tenant_address(pool, index)
+        owner = explicit.get(implicit)
+        if owner is not None:
+            raise LabNetworkError(
+                f"tenants[{owner}].controlPlane.address {implicit} is the address tenants[{index}] "
+                "gets by its position: request another address or drop the key"
+            )
+        assigned.append(implicit)
+    return assigned
+
+
+def check_pool_size(pool_size: int, tenant_count: int) -> None:
+    """Fail before anything is created when the configured pool cannot give every tenant an
+    address (the pool itself is only known once the kind network exists)."""
+    if tenant_count > pool_size:
+        raise LabNetworkError(
+            f"{tenant_count} tenants need {tenant_count} LoadBalancer addresses but "
+            f"management.kind.metallbPoolSize is {pool_size}: raise it to at least {tenant_count}"
+        )

@@ -1,0 +1,343 @@
+"""What the ManagementCluster installs, as plain data: the kind cluster config, Helm values for
+MetalLB, cert-manager, Kamaji and the cluster-api-operator, the MetalLB and Cluster API provider
+objects, and the parameters of the readiness gates.
+
+Pure functions only: the component wires them to resources, the unit tests read them directly and
+the contract tests check every values key and custom resource against the pinned upstream copies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from components.config import ClusterApiVersions, PlatformConfig
+from components.versions import PINNED
+
+# Namespaces and release names. Kamaji's CRDs hard-code the namespace ``kamaji-system`` and the
+# webhook service ``kamaji-webhook-service`` (release ``kamaji`` -> fullname ``kamaji``).
+METALLB_NAMESPACE = "metallb-system"
+METALLB_RELEASE = "metallb"
+CERT_MANAGER_NAMESPACE = "cert-manager"
+CERT_MANAGER_RELEASE = "cert-manager"
+KAMAJI_NAMESPACE = "kamaji-system"
+KAMAJI_RELEASE = "kamaji"
+KAMAJI_ETCD_NAME = "kamaji-etcd"
+DEFAULT_DATASTORE = "default"
+CAPI_OPERATOR_NAMESPACE = "capi-operator-system"
+CAPI_OPERATOR_RELEASE = "capi-operator"
+METALLB_POOL_NAME = "gpu-platform-lab"
+
+METALLB_API = "metallb.io/v1beta1"
+CAPI_OPERATOR_API = "operator.cluster.x-k8s.io/v1alpha2"
+KAMAJI_API = "kamaji.clastix.io/v1alpha1"
+
+# What the readiness gate's server-side dry run creates (never persisted).
+PROBE_NAME = "gpu-platform-readiness-probe"
+PROBE_NAMESPACE = "default"
+
+Values = dict[str, Any]
+
+
+# ------------------------------------------------------------------------------------ kind
+
+
+def kind_config(cluster_name: str, node_image: str, pod_subnet: str, service_subnet: str) -> str:
+    """The kind cluster config (``kind create cluster --config -``): one control-plane node on
+    the pinned image, the configured pod and service subnets."""
+    config = {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "name": cluster_name,
+        "networking": {"podSubnet": pod_subnet, "serviceSubnet": service_subnet},
+        "nodes": [{"role": "control-plane", "image": node_image}],
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def kind_cluster_identifier(cluster_name: str, config: str) -> str:
+    """The management Provider's ``cluster_identifier``: the same for as long as the kind cluster
+    is the same one (a new kubeconfig alone updates the Provider in place), different when a
+    changed kind config recreates the cluster (everything in it is then recreated too)."""
+    digest = hashlib.sha256(config.encode()).hexdigest()[:12]
+    return f"kind-{cluster_name}-{digest}"
+
+
+# ------------------------------------------------------------------------------- Helm values
+
+
+def metallb_values() -> Values:
+    """MetalLB in L2 mode only: the lab needs no BGP, so the bundled frr-k8s stays off."""
+    return {"frrk8s": {"enabled": False}}
+
+
+def cert_manager_values() -> Values:
+    """cert-manager with its CRDs (v1.21 key ``crds.enabled``; ``installCRDs`` is deprecated)."""
+    return {"crds": {"enabled": True}}
+
+
+def kamaji_values(image_tag: str, deploy_etcd: bool) -> Values:
+    """Kamaji pinned by image tag (its chart version ``0.0.0+latest`` moves). With ``deploy_etcd``
+    the bundled kamaji-etcd creates the DataStore ``default`` and Kamaji uses it for tenants that
+    name none; without it no default DataStore is set (every tenant names its own)."""
+    values: Values = {
+        "image": {"tag": image_tag, "pullPolicy": "IfNotPresent"},
+        "defaultDatastoreName": DEFAULT_DATASTORE if deploy_etcd else "",
+        "telemetry": {"disabled": True},
+        "kamaji-etcd": {"deploy": deploy_etcd},
+    }
+    if deploy_etcd:
+        values["kamaji-etcd"].update(
+            {
+                "fullnameOverride": KAMAJI_ETCD_NAME,
+                "datastore": {"enabled": True, "name": DEFAULT_DATASTORE},
+            }
+        )
+    return values
+
+
+def capi_operator_values() -> Values:
+    """The operator alone: providers are declared as separate objects (reviewable, validated
+    against their CRDs) instead of through the chart's ``core``/``bootstrap``/... values."""
+    return {}
+
+
+# ----------------------------------------------------------------------------- MetalLB objects
+
+
+def _object(api_version: str, kind: str, name: str, namespace: str | None, spec: Values) -> Values:
+    metadata: Values = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def ip_address_pool(addresses: Sequence[str]) -> Values:
+    """The lab's pool. ``autoAssign: false``: addresses go only to Services that ask for one
+    (each tenant's control plane pins its own), so no other Service can take a tenant's IP."""
+    return _object(
+        METALLB_API,
+        "IPAddressPool",
+        METALLB_POOL_NAME,
+        METALLB_NAMESPACE,
+        {"addresses": list(addresses), "autoAssign": False},
+    )
+
+
+def l2_advertisement() -> Values:
+    """Announce the lab pool on the kind bridge (L2 / ARP)."""
+    return _object(
+        METALLB_API,
+        "L2Advertisement",
+        METALLB_POOL_NAME,
+        METALLB_NAMESPACE,
+        {"ipAddressPools": [METALLB_POOL_NAME]},
+    )
+
+
+# --------------------------------------------------------------------- Cluster API providers
+
+
+@dataclass(frozen=True)
+class CapiProvider:
+    """One provider object of the cluster-api-operator, in its own namespace."""
+
+    kind: str
+    name: str
+    namespace: str
+    version: str
+    crds: tuple[str, ...]
+    fetch_url: str | None = None
+
+    @property
+    def resource(self) -> str:
+        """The fully qualified resource name (``kubectl wait <resource>/<name>``)."""
+        return f"{self.kind.lower()}s.operator.cluster.x-k8s.io"
+
+    def manifest(self) -> Values:
+        spec: Values = {"version": self.version}
+        if self.fetch_url is not None:
+            spec["fetchConfig"] = {"url": self.fetch_url}
+        return _object(CAPI_OPERATOR_API, self.kind, self.name, self.namespace, spec)
+
+
+# Per infrastructure provider: namespace (clusterctl's default) and the CRDs a worker pool uses.
+_INFRASTRUCTURE: dict[str, tuple[str, tuple[str, ...]]] = {
+    "metal3": (
+        "capm3-system",
+        (
+            "metal3clusters.infrastructure.cluster.x-k8s.io",
+            "metal3machinetemplates.infrastructure.cluster.x-k8s.io",
+        ),
+    ),
+    "docker": (
+        "capd-system",
+        (
+            "dockerclusters.infrastructure.cluster.x-k8s.io",
+            "dockermachinetemplates.infrastructure.cluster.x-k8s.io",
+        ),
+    ),
+}
+
+
+def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
+    """Core Cluster API, the kubeadm bootstrap provider, the Kamaji control-plane provider and
+    one infrastructure provider (metal3 is the reference, docker for tests), in install order.
+
+    Every name here is in clusterctl's built-in provider list, which the operator consults (the
+    Kamaji control-plane provider is there as ``kamaji``, fetched from
+    github.com/clastix/cluster-api-control-plane-provider-kamaji releases), so no ``fetchConfig``
+    is needed: ``spec.version`` selects the release."""
+    infra_namespace, infra_crds = _INFRASTRUCTURE[versions.infrastructure.name]
+    return [
+        CapiProvider(
+            "CoreProvider",
+            "cluster-api",
+            "capi-system",
+            versions.core,
+            ("clusters.cluster.x-k8s.io", "machinedeployments.cluster.x-k8s.io"),
+        ),
+        CapiProvider(
+            "BootstrapProvider",
+            "kubeadm",
+            "capi-kubeadm-bootstrap-system",
+            versions.bootstrap_kubeadm,
+            ("kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io",),
+        ),
+        CapiProvider(
+            "ControlPlaneProvider",
+            "kamaji",
+            "capi-kamaji-control-plane-system",
+            versions.control_plane_kamaji,
+            ("kamajicontrolplanes.controlplane.cluster.x-k8s.io",),
+        ),
+        CapiProvider(
+            "InfrastructureProvider",
+            versions.infrastructure.name,
+            infra_namespace,
+            versions.infrastructure.version,
+            infra_crds,
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------- readiness gates
+
+
+def readiness_probe_tcp(kubernetes_version: str) -> Values:
+    """The smallest TenantControlPlane Kamaji's webhooks will look at; the gate submits it with
+    ``kubectl create --dry-run=server`` (nothing is persisted) to prove the webhooks answer."""
+    return _object(
+        KAMAJI_API,
+        "TenantControlPlane",
+        PROBE_NAME,
+        PROBE_NAMESPACE,
+        {
+            "controlPlane": {"service": {"serviceType": "ClusterIP"}},
+            "kubernetes": {"version": kubernetes_version, "kubelet": {}},
+        },
+    )
+
+
+def gate_env(
+    *,
+    crds: Sequence[str] = (),
+    rollouts: Sequence[str] = (),
+    conditions: Sequence[str] = (),
+    dry_run_manifest: Values | None = None,
+    timeout_seconds: int = 900,
+) -> dict[str, str]:
+    """The environment of ``scripts/management/wait-ready.sh`` (the management kubeconfig is
+    added by the component, as a secret). Lists are space-separated tokens:
+
+    * ``WAIT_CRDS``: CRD names that must exist and be ``Established``;
+    * ``WAIT_ROLLOUTS``: ``<namespace>/<kind>/<name>`` that must finish rolling out;
+    * ``WAIT_CONDITIONS``: ``<namespace or ->/<resource>/<name>/<kubectl wait --for value>``;
+    * ``DRY_RUN_MANIFEST``: an object (JSON) that a server-side dry run must get through the
+      admission webhooks with (accepted, or denied by the webhook itself: either way it answers).
+    """
+    for token in [*rollouts, *conditions, *crds]:
+        if not token or any(ch.isspace() for ch in token):
+            raise ValueError(f"gate token {token!r} must be non-empty without whitespace")
+    return {
+        "WAIT_TIMEOUT_SECONDS": str(timeout_seconds),
+        "WAIT_CRDS": " ".join(crds),
+        "WAIT_ROLLOUTS": " ".join(rollouts),
+        "WAIT_CONDITIONS": " ".join(conditions),
+        "DRY_RUN_MANIFEST": json.dumps(dry_run_manifest, sort_keys=True)
+        if dry_run_manifest is not None
+        else "",
+    }
+
+
+def metallb_gate_env(pool: Values) -> dict[str, str]:
+    """MetalLB serving: its CRDs established, its controller (which serves the webhook) rolled
+    out, and the lab's pool accepted by a server-side dry run."""
+    return gate_env(
+        crds=["ipaddresspools.metallb.io", "l2advertisements.metallb.io"],
+        rollouts=[f"{METALLB_NAMESPACE}/deployment/{METALLB_RELEASE}-controller"],
+        dry_run_manifest=pool,
+        timeout_seconds=600,
+    )
+
+
+def kamaji_gate_env(kubernetes_version: str, with_etcd: bool) -> dict[str, str]:
+    """Kamaji serving: its CRDs established, its controller (which serves the webhooks) rolled
+    out, the bundled etcd and DataStore ``default`` ready when deployed, and a TenantControlPlane
+    through the admission webhooks by a server-side dry run."""
+    rollouts = [f"{KAMAJI_NAMESPACE}/deployment/{KAMAJI_RELEASE}"]
+    conditions: list[str] = []
+    if with_etcd:
+        rollouts.append(f"{KAMAJI_NAMESPACE}/statefulset/{KAMAJI_ETCD_NAME}")
+        conditions.append(
+            f"-/datastores.kamaji.clastix.io/{DEFAULT_DATASTORE}/jsonpath={{.status.ready}}=true"
+        )
+    env = gate_env(
+        crds=["tenantcontrolplanes.kamaji.clastix.io", "datastores.kamaji.clastix.io"],
+        rollouts=rollouts,
+        conditions=conditions,
+        dry_run_manifest=readiness_probe_tcp(kubernetes_version),
+    )
+    # Re-run the gate when Kamaji itself changes.
+    env["KAMAJI_IMAGE_TAG"] = PINNED.kamaji_image_tag
+    return env
+
+
+def capi_gate_env(providers: Sequence[CapiProvider]) -> dict[str, str]:
+    """Cluster API serving: every provider object Ready (the operator installed it and its
+    deployment is available) and the CRDs tenants and worker pools create (Cluster,
+    MachineDeployment, KamajiControlPlane, KubeadmConfigTemplate, machine templates)
+    established."""
+    env = gate_env(
+        crds=[crd for provider in providers for crd in provider.crds],
+        conditions=[f"{p.namespace}/{p.resource}/{p.name}/condition=Ready" for p in providers],
+        timeout_seconds=1200,
+    )
+    # Re-run the gate when a provider version changes.
+    env["PROVIDER_VERSIONS"] = " ".join(f"{p.name}={p.version}" for p in providers)
+    return env
+
+
+# ----------------------------------------------------------------------------- versions
+
+
+def management_versions(platform: PlatformConfig) -> dict[str, object]:
+    """Every pinned version, with the ones this stack's config chose in place of the defaults."""
+    versions = PINNED.as_dict()
+    if platform.management.kind is not None:
+        versions["kind_node_image"] = platform.management.kind.node_image
+    if platform.management.existing is not None:
+        capi = platform.management.existing.cluster_api
+        versions["cluster_api"] = capi.core
+        versions["cluster_api_bootstrap_kubeadm"] = capi.bootstrap_kubeadm
+        versions["kamaji_control_plane_provider"] = capi.control_plane_kamaji
+        versions["infrastructure_provider"] = {
+            "name": capi.infrastructure.name,
+            "version": capi.infrastructure.version,
+        }
+    return versions

@@ -1,0 +1,755 @@
+"""ManagementCluster under mocks: what the lab and prod stacks register, how it is ordered, what
+is secret, and the public interface (``tenant_address``, ``lb_pool``, ``ready``).
+
+The lab's fakes (tests/support/fakes_management.py) print a kubeconfig for the kind cluster and a
+``docker network inspect`` whose IPv6 subnet comes first; the IPv4 subnet is 172.18.0.0/16, so the
+top 16 addresses below the broadcast are 172.18.255.239-172.18.255.254 (written out by hand).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.versions import PINNED
+from tests.support.fakes_management import FAKE_KUBECONFIG
+from tests.support.harness import (
+    REPO_ROOT,
+    SECRET_PLACEHOLDER,
+    UNKNOWN,
+    Recording,
+    Registration,
+    evaluate,
+    load_stack_config,
+)
+
+MANAGEMENT = "gpu-platform:index:ManagementCluster"
+COMMAND = "command:local:Command"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+SCRIPTS = REPO_ROOT / "scripts" / "management"
+LAB_POOL = [f"172.18.255.{last}" for last in range(239, 255)]
+
+
+def _script(name: str) -> str:
+    return (SCRIPTS / name).read_text()
+
+
+def _inside(recording: Recording) -> list[Registration]:
+    """Everything the ManagementCluster registered (its descendants)."""
+    return [r for r in recording.resources if recording.component_of(r, ":ManagementCluster")]
+
+
+def _kubernetes(recording: Recording) -> list[Registration]:
+    return [r for r in _inside(recording) if r.type.startswith("kubernetes:")]
+
+
+def _releases(recording: Recording) -> dict[str, Registration]:
+    return {r.inputs["name"]: r for r in _inside(recording) if r.type == RELEASE}
+
+
+def _is_unknown(value: Any) -> bool:
+    """An unknown value as the harness records it (``pulumi.output.Unknown`` objects in
+    deserialized inputs currently arrive as their repr)."""
+    return value == UNKNOWN or (
+        isinstance(value, str) and value.startswith("<pulumi.output.Unknown")
+    )
+
+
+def _waits_for(recording: Recording, reg: Registration, other: str) -> bool:
+    return recording.named(other).urn in recording.dependency_closure(reg)
+
+
+# ------------------------------------------------------------------ the component alone
+
+# The ManagementCluster evaluated on its own, in a child process (the Pulumi runtime keeps global
+# state), under the same mocks and fakes as the whole program: its registrations, its tenant
+# addresses and its pool. Tests of this component do not depend on the other components.
+
+_PROBE = r"""
+import json, os, sys
+request = json.load(sys.stdin)
+if request["skip_preflight"]:
+    os.environ["GPU_PLATFORM_SKIP_PREFLIGHT"] = "1"
+else:
+    os.environ.pop("GPU_PLATFORM_SKIP_PREFLIGHT", None)
+import pulumi
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+from components import preflight
+from tests.support import harness
+from tests.support.harness_runner import FakeMocks, RecordingMonitor
+
+if request["failing_host"]:
+    preflight.gather_facts = lambda timeout=20.0: preflight.HostFacts(
+        system="Darwin", docker_reachable=False, cpus=2, free_memory_bytes=0,
+        free_disk_bytes=0, tools_found=frozenset())
+preview = request["preview"]
+values, secret_keys = harness.mock_config(request["config"])
+set_all_config(values, secret_keys)
+monitor = RecordingMonitor(FakeMocks(preview))
+pulumi.runtime.set_mocks(monitor.mocks, project=harness.PROJECT, stack=request["stack"],
+                         preview=preview, monitor=monitor)
+outputs = []
+management_ref = []
+
+def program():
+    from components.config import load_platform_config
+    from components.management_cluster import ManagementCluster, ManagementClusterArgs
+    platform = load_platform_config()
+    management = ManagementCluster("management", ManagementClusterArgs(platform=platform))
+    management_ref.append(management)
+    outputs.extend(management.tenant_address(i) for i in range(len(platform.tenants)))
+
+result = {"error": None, "addresses": [], "lb_pool": None, "registered": [], "records": []}
+try:
+    _sync_await(run_pulumi_func(program))
+    if management_ref:
+        pool = management_ref[0].lb_pool
+        result["lb_pool"] = (
+            _sync_await(pool.future()) if _sync_await(pool.is_known()) else "<unknown>"
+        )
+    for output in outputs:
+        if output is None:
+            result["addresses"].append(None)
+        elif not _sync_await(output.is_known()):
+            result["addresses"].append("<unknown>")
+        else:
+            result["addresses"].append(_sync_await(output.future()))
+except Exception as exc:
+    result["error"] = f"{type(exc).__name__}: {exc}"
+result["registered"] = [record["name"] for record in monitor.records]
+result["records"] = monitor.records
+json.dump(result, sys.stdout, default=str)
+"""
+
+
+def _probe(
+    stack: str,
+    preview: bool,
+    config: dict[str, Any] | None = None,
+    skip_preflight: bool = True,
+    failing_host: bool = False,
+) -> dict[str, Any]:
+    request = {
+        "stack": stack,
+        "preview": preview,
+        "config": config if config is not None else load_stack_config(stack),
+        "skip_preflight": skip_preflight,
+        "failing_host": failing_host,
+    }
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        cwd=Path(REPO_ROOT),
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def _recording(stack: str, preview: bool, config: dict[str, Any] | None = None) -> Recording:
+    result = _probe(stack, preview, config)
+    assert result["error"] is None, result["error"]
+    return Recording(
+        stack=stack,
+        preview=preview,
+        resources=[Registration(**record) for record in result["records"]],
+        outputs={},
+        secret_outputs=[],
+        logs=[],
+    )
+
+
+# These shadow conftest's whole-program ``lab``/``prod`` fixtures in this module.
+@pytest.fixture(scope="module")
+def lab() -> Recording:
+    """The lab's ManagementCluster as ``pulumi up`` registers it."""
+    return _recording("lab", False)
+
+
+@pytest.fixture(scope="module")
+def prod() -> Recording:
+    """The prod ManagementCluster as ``pulumi up`` registers it."""
+    return _recording("prod", False)
+
+
+# -------------------------------------------------------------------------------- lab
+
+
+def test_lab_kind_cluster_is_created_and_deleted_by_scripts(lab: Recording) -> None:
+    cluster = lab.named("management-kind-cluster")
+    assert cluster.type == COMMAND
+    assert cluster.inputs["create"] == _script("kind-create.sh")
+    assert cluster.inputs["update"] == _script("kind-create.sh")
+    assert cluster.inputs["delete"] == _script("kind-delete.sh")
+    assert cluster.inputs["interpreter"] == ["/bin/bash", "-c"]
+    assert cluster.inputs["environment"] == {
+        "KIND_CLUSTER_NAME": "gpu-lab",
+        "KIND_NODE_IMAGE": PINNED.kind_node_image,
+        "KIND_EXPERIMENTAL_DOCKER_NETWORK": "kind",
+    }
+    assert yaml.safe_load(cluster.inputs["stdin"]) == {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "name": "gpu-lab",
+        "networking": {"podSubnet": "10.244.0.0/16", "serviceSubnet": "10.96.0.0/12"},
+        "nodes": [{"role": "control-plane", "image": PINNED.kind_node_image}],
+    }
+
+
+def test_lab_kind_cluster_keeps_its_kubeconfig_secret_and_out_of_the_logs(lab: Recording) -> None:
+    cluster = lab.named("management-kind-cluster")
+    assert cluster.options["additional_secret_outputs"] == ["stdout"]
+    assert cluster.inputs["logging"] == "stderr"
+    # Replaced (old cluster deleted first) only when the kind config or its names change.
+    assert cluster.options["delete_before_replace"] is True
+    assert {"stdin", "environment"} <= set(cluster.options["replace_on_changes"])
+    assert "triggers" not in cluster.inputs
+
+
+def test_lab_provider_uses_the_kind_kubeconfig_with_a_stable_identifier(lab: Recording) -> None:
+    provider = lab.named("management-provider")
+    assert provider.input_is_secret("kubeconfig")
+    assert provider.inputs["kubeconfig"] == FAKE_KUBECONFIG
+    assert provider.inputs["clusterIdentifier"].startswith("kind-gpu-lab-")
+    assert _waits_for(lab, provider, "management-kind-cluster")
+
+
+def test_lab_stack_exports_the_pool_and_the_secret_kubeconfig(recordings: Any) -> None:
+    """Through the whole program: the lead's exports read the component's attributes."""
+    program: Recording = recordings("lab", False)
+    assert program.outputs["managementKubeconfig"] == FAKE_KUBECONFIG
+    assert "managementKubeconfig" in program.secret_outputs
+    assert program.outputs["lbPool"] == LAB_POOL
+
+
+def test_lab_reads_the_kind_network_after_the_cluster_exists(lab: Recording) -> None:
+    network = lab.named("management-kind-network")
+    assert network.inputs["create"] == _script("network-inspect.sh")
+    assert network.inputs["environment"] == {"DOCKER_NETWORK": "kind"}
+    assert network.inputs["delete"]
+    assert _waits_for(lab, network, "management-kind-cluster")
+
+
+def test_lab_metallb_pool_is_the_top_of_the_ipv4_subnet(lab: Recording) -> None:
+    pool = lab.named("management-metallb-pool")
+    assert pool.inputs["apiVersion"] == "metallb.io/v1beta1"
+    assert pool.inputs["kind"] == "IPAddressPool"
+    assert pool.inputs["metadata"] == {"name": "gpu-platform-lab", "namespace": "metallb-system"}
+    assert pool.inputs["spec"] == {
+        "addresses": ["172.18.255.239-172.18.255.254"],
+        "autoAssign": False,
+    }
+    advertisement = lab.named("management-metallb-l2")
+    assert advertisement.inputs["spec"] == {"ipAddressPools": ["gpu-platform-lab"]}
+    assert _probe("lab", False)["lb_pool"] == LAB_POOL
+
+
+def test_lab_metallb_objects_wait_for_metallb_to_serve(lab: Recording) -> None:
+    pool = lab.named("management-metallb-pool")
+    assert _waits_for(lab, pool, "management-metallb")
+    assert _waits_for(lab, pool, "management-metallb-ready")
+    gate = lab.named("management-metallb-ready")
+    manifest = json.loads(gate.inputs["environment"]["DRY_RUN_MANIFEST"])
+    assert manifest["spec"]["addresses"] == ["172.18.255.239-172.18.255.254"]
+
+
+def test_lab_installs_the_pinned_charts(lab: Recording) -> None:
+    releases = _releases(lab)
+    assert set(releases) == {"metallb", "cert-manager", "kamaji"}
+    assert releases["metallb"].inputs["version"] == PINNED.metallb.version
+    assert releases["cert-manager"].inputs["values"] == {"crds": {"enabled": True}}
+    kamaji = releases["kamaji"]
+    assert kamaji.inputs["namespace"] == "kamaji-system"
+    assert kamaji.inputs["values"]["image"]["tag"] == PINNED.kamaji_image_tag
+    assert kamaji.inputs["values"]["kamaji-etcd"]["deploy"] is True
+    assert kamaji.inputs["values"]["kamaji-etcd"]["datastore"]["name"] == "default"
+    for release in releases.values():
+        assert release.inputs["skipAwait"] is False
+        assert (
+            release.inputs["namespace"]
+            == lab.named(f"management-ns-{release.inputs['namespace']}").inputs["metadata"]["name"]
+        )
+
+
+def test_lab_kamaji_comes_after_cert_manager_and_is_gated(lab: Recording) -> None:
+    kamaji = lab.named("management-kamaji")
+    assert _waits_for(lab, kamaji, "management-cert-manager")
+    gate = lab.named("management-kamaji-ready")
+    assert gate.inputs["create"] == _script("wait-ready.sh")
+    assert _waits_for(lab, gate, "management-kamaji")
+    env = gate.inputs["environment"]
+    assert "tenantcontrolplanes.kamaji.clastix.io" in env["WAIT_CRDS"].split()
+    assert "kamaji-system/deployment/kamaji" in env["WAIT_ROLLOUTS"].split()
+    assert "datastores.kamaji.clastix.io/default" in env["WAIT_CONDITIONS"]
+    assert json.loads(env["DRY_RUN_MANIFEST"])["kind"] == "TenantControlPlane"
+
+
+def test_gates_get_the_kubeconfig_as_a_secret(lab: Recording, prod: Recording) -> None:
+    for recording, kubeconfig in ((lab, FAKE_KUBECONFIG), (prod, SECRET_PLACEHOLDER)):
+        gates = [r for r in _inside(recording) if r.type == COMMAND and r.name.endswith("-ready")]
+        assert gates
+        for gate in gates:
+            assert gate.input_is_secret("environment"), gate.name
+            assert gate.inputs["environment"]["KUBECONFIG_CONTENT"] == kubeconfig
+            assert gate.inputs["delete"]
+
+
+def test_lab_ready_covers_kamaji_serving_and_the_pool(lab: Recording) -> None:
+    """A tenant depending on ``management.ready`` waits for all of it (checked through a
+    resource that depends on the same list: the L2Advertisement waits for the pool)."""
+    gate = lab.named("management-kamaji-ready")
+    closure = lab.dependency_closure(gate)
+    for needed in ("management-kamaji", "management-cert-manager", "management-kind-cluster"):
+        assert lab.named(needed).urn in closure
+
+
+def test_every_kubernetes_object_uses_the_management_provider(
+    lab: Recording, prod: Recording
+) -> None:
+    for recording in (lab, prod):
+        provider = recording.named("management-provider")
+        objects = _kubernetes(recording)
+        assert objects
+        for reg in objects:
+            assert reg.provider_urn == provider.urn, reg.name
+
+
+def test_lab_objects_go_with_the_kind_cluster_on_destroy(lab: Recording) -> None:
+    cluster = lab.named("management-kind-cluster")
+    for reg in _kubernetes(lab):
+        assert reg.options["deleted_with"] == cluster.urn, reg.name
+
+
+def test_lab_has_no_prod_parts(lab: Recording) -> None:
+    assert not [r for r in lab.resources if "operator.cluster.x-k8s.io" in r.type]
+    assert "capi-operator" not in _releases(lab)
+
+
+def test_lab_preview_leaves_deploy_time_data_unknown() -> None:
+    preview = _recording("lab", True)
+    assert _is_unknown(preview.named("management-provider").inputs.get("kubeconfig", UNKNOWN))
+    spec = preview.named("management-metallb-pool").inputs.get("spec", UNKNOWN)
+    assert _is_unknown(spec) or _is_unknown(spec.get("addresses", UNKNOWN))
+    assert _probe("lab", True)["lb_pool"] == "<unknown>"
+
+
+def test_a_second_up_registers_identical_inputs(lab: Recording) -> None:
+    """No timestamps, random names or ever-changing triggers: evaluated again, every input of
+    every management resource is the same, so `pulumi up` has nothing to change."""
+    again = _recording("lab", False)
+
+    def inputs(recording: Recording) -> dict[str, Any]:
+        return {r.urn: r.inputs for r in _inside(recording)}
+
+    assert inputs(again) == inputs(lab)
+
+
+# ------------------------------------------------------------------------------- prod
+
+
+def test_prod_provider_reads_the_secret_kubeconfig(prod: Recording) -> None:
+    provider = prod.named("management-provider")
+    assert provider.input_is_secret("kubeconfig")
+    assert provider.inputs["kubeconfig"] == SECRET_PLACEHOLDER
+    assert provider.inputs["clusterIdentifier"] == "gpu-platform-management"
+    assert _probe("prod", False)["lb_pool"] == []
+
+
+def test_prod_has_no_lab_parts(prod: Recording) -> None:
+    assert not [r for r in _inside(prod) if r.type == COMMAND and "kind" in r.name]
+    assert not [r for r in prod.resources if "metallb.io" in r.type]
+    assert "metallb" not in _releases(prod)
+
+
+def test_prod_installs_kamaji_without_bundled_etcd_and_the_capi_operator(prod: Recording) -> None:
+    releases = _releases(prod)
+    assert set(releases) == {"cert-manager", "kamaji", "capi-operator"}
+    values = releases["kamaji"].inputs["values"]
+    assert values["image"]["tag"] == PINNED.kamaji_image_tag
+    assert values["kamaji-etcd"] == {"deploy": False}
+    assert values["defaultDatastoreName"] == ""
+    operator = releases["capi-operator"]
+    assert operator.inputs["chart"] == "cluster-api-operator"
+    assert operator.inputs["version"] == PINNED.cluster_api_operator.version
+    assert _waits_for(prod, operator, "management-cert-manager")
+
+
+def test_prod_declares_every_capi_provider_in_its_own_namespace(prod: Recording) -> None:
+    providers = {
+        r.inputs["kind"]: r for r in prod.resources if "operator.cluster.x-k8s.io" in r.type
+    }
+    assert set(providers) == {
+        "CoreProvider",
+        "BootstrapProvider",
+        "ControlPlaneProvider",
+        "InfrastructureProvider",
+    }
+    assert providers["CoreProvider"].inputs["metadata"]["name"] == "cluster-api"
+    assert providers["CoreProvider"].inputs["spec"]["version"] == "v1.13.5"
+    assert providers["BootstrapProvider"].inputs["metadata"]["name"] == "kubeadm"
+    assert providers["ControlPlaneProvider"].inputs["metadata"]["name"] == "kamaji"
+    assert providers["ControlPlaneProvider"].inputs["spec"]["version"] == "v0.20.0"
+    assert providers["InfrastructureProvider"].inputs["metadata"]["name"] == "metal3"
+    namespaces = {p.inputs["metadata"]["namespace"] for p in providers.values()}
+    assert len(namespaces) == 4
+    for reg in providers.values():
+        namespace = reg.inputs["metadata"]["namespace"]
+        assert _waits_for(prod, reg, f"management-ns-{namespace}")
+        assert _waits_for(prod, reg, "management-capi-operator")
+    # The Kamaji control-plane provider reconciles TenantControlPlanes: Kamaji serves first.
+    assert _waits_for(prod, providers["ControlPlaneProvider"], "management-kamaji-ready")
+
+
+def test_prod_ready_waits_for_every_provider(prod: Recording) -> None:
+    gate = prod.named("management-capi-ready")
+    for reg in prod.resources:
+        if "operator.cluster.x-k8s.io" in reg.type:
+            assert reg.urn in prod.dependency_closure(gate), reg.name
+    env = gate.inputs["environment"]
+    assert "kamajicontrolplanes.controlplane.cluster.x-k8s.io" in env["WAIT_CRDS"].split()
+    assert "machinedeployments.cluster.x-k8s.io" in env["WAIT_CRDS"].split()
+    assert len(env["WAIT_CONDITIONS"].split()) == 4
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def _lab_config() -> dict[str, Any]:
+    return copy.deepcopy(load_stack_config("lab"))
+
+
+def _prod_config() -> dict[str, Any]:
+    return copy.deepcopy(load_stack_config("prod"))
+
+
+def test_custom_network_and_pool_size() -> None:
+    config = _lab_config()
+    kind = config["gpu-platform:platform"]["management"]["kind"]
+    kind["dockerNetwork"] = "gpu-net"
+    kind["metallbPoolSize"] = 4
+    recording = _recording("lab", False, config)
+    cluster = recording.named("management-kind-cluster")
+    assert cluster.inputs["environment"]["KIND_EXPERIMENTAL_DOCKER_NETWORK"] == "gpu-net"
+    network = recording.named("management-kind-network")
+    assert network.inputs["environment"] == {"DOCKER_NETWORK": "gpu-net"}
+    assert recording.named("management-metallb-pool").inputs["spec"]["addresses"] == [
+        "172.18.255.251-172.18.255.254"
+    ]
+
+
+def test_more_tenants_than_pool_addresses_fails_before_registration() -> None:
+    config = _lab_config()
+    platform = config["gpu-platform:platform"]
+    platform["management"]["kind"]["metallbPoolSize"] = 2
+    third = copy.deepcopy(platform["tenants"][1])
+    third.update(name="tenant-c", workloads=[])
+    third["dataStore"].update(schema="tenant_c", username="tenant_c")
+    third["network"] = {"podCidr": "10.30.0.0/16", "serviceCidr": "10.31.0.0/16"}
+    platform["tenants"].append(third)
+    recording = evaluate("lab", False, config=config)  # the whole program: nothing registered
+    assert recording.error is not None
+    assert "metallbPoolSize is 2" in recording.error
+    assert recording.resources == []
+
+
+def test_prod_with_bundled_etcd_and_docker_infrastructure() -> None:
+    config = _prod_config()
+    existing = config["gpu-platform:platform"]["management"]["existing"]
+    existing["kamajiEtcd"] = True
+    existing["clusterApi"]["infrastructure"] = {"name": "docker", "version": "v1.13.5"}
+    recording = _recording("prod", False, config)
+    values = _releases(recording)["kamaji"].inputs["values"]
+    assert values["kamaji-etcd"]["deploy"] is True
+    assert values["defaultDatastoreName"] == "default"
+    infra = next(r for r in recording.resources if r.type.endswith(":InfrastructureProvider"))
+    assert infra.inputs["metadata"] == {"name": "docker", "namespace": "capd-system"}
+    assert infra.inputs["spec"] == {"version": "v1.13.5"}
+    gate = recording.named("management-kamaji-ready")
+    assert "statefulset/kamaji-etcd" in gate.inputs["environment"]["WAIT_ROLLOUTS"]
+
+
+def test_lab_tenant_addresses_come_from_the_pool_in_order() -> None:
+    result = _probe("lab", preview=False)
+    assert result["error"] is None
+    assert result["addresses"] == ["172.18.255.239", "172.18.255.240"]
+
+
+def test_lab_tenant_addresses_are_unknown_in_preview_and_evaluate() -> None:
+    result = _probe("lab", preview=True)
+    assert result["error"] is None
+    assert result["addresses"] == ["<unknown>", "<unknown>"]
+
+
+def test_lab_tenant_may_request_an_address_from_the_pool() -> None:
+    config = _lab_config()
+    config["gpu-platform:platform"]["tenants"][1]["controlPlane"] = {"address": "172.18.255.250"}
+    result = _probe("lab", preview=False, config=config)
+    assert result["addresses"] == ["172.18.255.239", "172.18.255.250"]
+
+
+def test_lab_tenant_requesting_an_address_outside_the_pool_fails() -> None:
+    config = _lab_config()
+    config["gpu-platform:platform"]["tenants"][0]["controlPlane"] = {"address": "10.1.2.3"}
+    result = _probe("lab", preview=False, config=config)
+    assert result["error"] is not None
+    assert "not in the lab's MetalLB pool" in result["error"]
+
+
+def test_prod_tenant_address_is_the_configured_one_or_none() -> None:
+    assert _probe("prod", preview=False)["addresses"] == [None, None, None]
+    config = _prod_config()
+    tenant = config["gpu-platform:platform"]["tenants"][1]
+    tenant["controlPlane"] = {**tenant.get("controlPlane", {}), "address": "10.0.0.50"}
+    assert _probe("prod", preview=False, config=config)["addresses"] == [None, "10.0.0.50", None]
+
+
+def test_preflight_failure_stops_up_before_any_registration() -> None:
+    result = _probe("lab", preview=False, skip_preflight=False, failing_host=True)
+    assert result["error"] is not None
+    assert result["error"].startswith("PreflightError: lab host preflight failed")
+    assert "not Linux" in result["error"]
+    assert "`kind` is not on PATH" in result["error"]
+    assert result["registered"] == []
+
+
+def test_preflight_never_runs_in_preview() -> None:
+    result = _probe("lab", preview=True, skip_preflight=False, failing_host=True)
+    assert result["error"] is None
+    assert "management-kind-cluster" in result["registered"]
+
+
+def test_preflight_is_lab_only() -> None:
+    result = _probe("prod", preview=False, skip_preflight=False, failing_host=True)
+    assert result["error"] is None
+
+
+# ------------------------------------------------------------ the scripts, with fake CLIs
+
+# Stand-ins for kind, docker and kubectl: they record their arguments and answer from files in
+# $FAKE_STATE, so the scripts' logic (idempotent create, delete, secret handling, retries) runs
+# here without Docker.
+_FAKE_KIND = r"""#!/usr/bin/env bash
+set -euo pipefail
+echo "kind $*" >>"$FAKE_STATE/calls"
+case "$1 $2" in
+  "get clusters")
+    if [[ -s "$FAKE_STATE/clusters" ]]; then cat "$FAKE_STATE/clusters";
+    else echo "No kind clusters found." >&2; fi ;;
+  "create cluster")
+    cat >"$FAKE_STATE/create-stdin"
+    echo "$4" >>"$FAKE_STATE/clusters"
+    echo "Creating cluster $4 ..." ;;
+  "get kubeconfig") echo "kubeconfig-of-$4" ;;
+  "delete cluster") grep -vx "$4" "$FAKE_STATE/clusters" >"$FAKE_STATE/left" || true
+                    mv "$FAKE_STATE/left" "$FAKE_STATE/clusters" ;;
+esac
+"""
+
+_FAKE_DOCKER = r"""#!/usr/bin/env bash
+set -euo pipefail
+echo "docker $*" >>"$FAKE_STATE/calls"
+case "$1" in
+  inspect) cat "$FAKE_STATE/node-image" ;;
+  network) if [[ -f "$FAKE_STATE/network.json" ]]; then cat "$FAKE_STATE/network.json";
+           else echo "Error: No such network: $3" >&2; exit 1; fi ;;
+esac
+"""
+
+_FAKE_KUBECTL = r"""#!/usr/bin/env bash
+set -euo pipefail
+echo "kubectl $*" >>"$FAKE_STATE/calls"
+stat -c '%a' "$KUBECONFIG" >>"$FAKE_STATE/kubeconfig-modes"
+cat "$KUBECONFIG" >"$FAKE_STATE/kubeconfig-seen"
+if [[ -n "${KUBECONFIG_CONTENT:-}" ]]; then echo "leaked" >>"$FAKE_STATE/calls"; fi
+failures="$FAKE_STATE/fail-$1"
+if [[ -f "$failures" && "$(cat "$failures")" -gt 0 ]]; then
+  echo $(( $(cat "$failures") - 1 )) >"$failures"
+  echo "Error from server (NotFound): not yet" >&2
+  exit 1
+fi
+if [[ "$1" == "apply" ]]; then
+  cat >"$FAKE_STATE/dry-run-stdin"
+  case "${FAKE_DRY_RUN:-ok}" in
+    ok) echo "created (server dry run)" ;;
+    denied) echo 'admission webhook "vtcp.kb.io" denied the request: no DataStore' >&2; exit 1 ;;
+    *) echo 'Internal error occurred: failed calling webhook "x": connection refused' >&2
+       exit 1 ;;
+  esac
+fi
+"""
+
+
+@pytest.fixture
+def fake_clis(tmp_path: Path) -> dict[str, Any]:
+    bin_dir = tmp_path / "bin"
+    state = tmp_path / "state"
+    bin_dir.mkdir()
+    state.mkdir()
+    for name, body in (("kind", _FAKE_KIND), ("docker", _FAKE_DOCKER), ("kubectl", _FAKE_KUBECTL)):
+        path = bin_dir / name
+        path.write_text(body)
+        path.chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_STATE": str(state),
+        "HOME": str(tmp_path),
+    }
+    return {"env": env, "state": state}
+
+
+def _run(
+    script: str, fake: dict[str, Any], env: dict[str, str], stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run a script the way pulumi-command does: its text through ``bash -c``."""
+    return subprocess.run(
+        ["/bin/bash", "-c", _script(script)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**fake["env"], **env},
+        timeout=60,
+        check=False,
+    )
+
+
+KIND_ENV = {"KIND_CLUSTER_NAME": "gpu-lab", "KIND_NODE_IMAGE": "kindest/node:v1.35.0"}
+
+
+def _calls(fake: dict[str, Any]) -> list[str]:
+    calls = fake["state"] / "calls"
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_kind_create_creates_once_and_prints_only_the_kubeconfig(fake_clis: dict[str, Any]) -> None:
+    result = _run("kind-create.sh", fake_clis, KIND_ENV, stdin="kind: Cluster\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "kubeconfig-of-gpu-lab\n"
+    assert "Creating cluster" in result.stderr  # kind's own output goes to stderr
+    creates = [c for c in _calls(fake_clis) if c.startswith("kind create cluster")]
+    assert len(creates) == 1
+    assert "--name gpu-lab --config -" in creates[0]
+    assert "--kubeconfig" in creates[0]  # the user's ~/.kube/config stays untouched
+    assert (fake_clis["state"] / "create-stdin").read_text() == "kind: Cluster\n"
+
+
+def test_kind_create_reuses_an_existing_cluster(fake_clis: dict[str, Any]) -> None:
+    (fake_clis["state"] / "clusters").write_text("gpu-lab\n")
+    (fake_clis["state"] / "node-image").write_text("kindest/node:v1.35.0\n")
+    result = _run("kind-create.sh", fake_clis, KIND_ENV, stdin="kind: Cluster\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "kubeconfig-of-gpu-lab\n"
+    assert "reusing" in result.stderr
+    assert not [c for c in _calls(fake_clis) if c.startswith("kind create")]
+
+
+def test_kind_create_refuses_a_cluster_on_another_image(fake_clis: dict[str, Any]) -> None:
+    (fake_clis["state"] / "clusters").write_text("gpu-lab\n")
+    (fake_clis["state"] / "node-image").write_text("kindest/node:v1.31.0\n")
+    result = _run("kind-create.sh", fake_clis, KIND_ENV, stdin="kind: Cluster\n")
+    assert result.returncode == 1
+    assert "kind delete cluster --name gpu-lab" in result.stderr
+    assert result.stdout == ""
+
+
+def test_kind_delete_deletes_and_is_idempotent(fake_clis: dict[str, Any]) -> None:
+    (fake_clis["state"] / "clusters").write_text("other\ngpu-lab\n")
+    first = _run("kind-delete.sh", fake_clis, KIND_ENV)
+    assert first.returncode == 0, first.stderr
+    assert "kind delete cluster --name gpu-lab" in _calls(fake_clis)
+    assert (fake_clis["state"] / "clusters").read_text() == "other\n"
+    second = _run("kind-delete.sh", fake_clis, KIND_ENV)
+    assert second.returncode == 0
+    assert "nothing to delete" in second.stdout
+    assert _calls(fake_clis).count("kind delete cluster --name gpu-lab") == 1
+
+
+def test_network_inspect_prints_the_docker_json(fake_clis: dict[str, Any]) -> None:
+    missing = _run("network-inspect.sh", fake_clis, {"DOCKER_NETWORK": "kind"})
+    assert missing.returncode == 1
+    assert "created by 'kind create cluster'" in missing.stderr
+    (fake_clis["state"] / "network.json").write_text('[{"Name": "kind"}]\n')
+    found = _run("network-inspect.sh", fake_clis, {"DOCKER_NETWORK": "kind"})
+    assert found.returncode == 0
+    assert json.loads(found.stdout) == [{"Name": "kind"}]
+
+
+def _gate_env(**extra: str) -> dict[str, str]:
+    return {
+        "KUBECONFIG_CONTENT": "secret-kubeconfig",
+        "WAIT_POLL_SECONDS": "0",
+        "WAIT_CRDS": "tenantcontrolplanes.kamaji.clastix.io",
+        "WAIT_ROLLOUTS": "kamaji-system/deployment/kamaji",
+        "WAIT_CONDITIONS": "-/datastores.kamaji.clastix.io/default/jsonpath={.status.ready}=true "
+        "capi-system/coreproviders.operator.cluster.x-k8s.io/cluster-api/condition=Ready",
+        "DRY_RUN_MANIFEST": '{"kind": "TenantControlPlane"}',
+        **extra,
+    }
+
+
+def test_wait_ready_waits_for_everything_and_keeps_the_kubeconfig_private(
+    fake_clis: dict[str, Any],
+) -> None:
+    result = _run("wait-ready.sh", fake_clis, _gate_env())
+    assert result.returncode == 0, result.stderr
+    calls = _calls(fake_clis)
+    assert (
+        "kubectl wait --for=condition=Established --timeout=60s "
+        "customresourcedefinitions.apiextensions.k8s.io/tenantcontrolplanes.kamaji.clastix.io"
+    ) in calls
+    assert (
+        "kubectl rollout status --namespace kamaji-system --timeout=60s deployment/kamaji" in calls
+    )
+    assert (
+        "kubectl wait --for=jsonpath={.status.ready}=true --timeout=60s "
+        "datastores.kamaji.clastix.io/default"
+    ) in calls
+    assert (
+        "kubectl wait --namespace capi-system --for=condition=Ready --timeout=60s "
+        "coreproviders.operator.cluster.x-k8s.io/cluster-api"
+    ) in calls
+    assert "kubectl apply --dry-run=server -f -" in calls
+    assert (fake_clis["state"] / "dry-run-stdin").read_text() == '{"kind": "TenantControlPlane"}\n'
+    # The kubeconfig reached kubectl through a private file, never the environment or output.
+    assert (fake_clis["state"] / "kubeconfig-seen").read_text() == "secret-kubeconfig\n"
+    assert set((fake_clis["state"] / "kubeconfig-modes").read_text().split()) == {"600"}
+    assert "leaked" not in calls
+    assert "secret-kubeconfig" not in result.stdout + result.stderr
+
+
+def test_wait_ready_retries_what_does_not_exist_yet(fake_clis: dict[str, Any]) -> None:
+    (fake_clis["state"] / "fail-wait").write_text("2\n")
+    result = _run("wait-ready.sh", fake_clis, _gate_env(WAIT_ROLLOUTS="", DRY_RUN_MANIFEST=""))
+    assert result.returncode == 0, result.stderr
+    waits = [c for c in _calls(fake_clis) if c.startswith("kubectl wait")]
+    assert len(waits) == 3 + 2  # three objects, two failed attempts retried
+
+
+def test_wait_ready_accepts_a_webhook_denial_but_not_an_unreachable_webhook(
+    fake_clis: dict[str, Any],
+) -> None:
+    denied = _run("wait-ready.sh", fake_clis, _gate_env(FAKE_DRY_RUN="denied"))
+    assert denied.returncode == 0, denied.stderr
+    assert "the webhook answered" in denied.stdout
+    unreachable = _run(
+        "wait-ready.sh", fake_clis, _gate_env(FAKE_DRY_RUN="unreachable", WAIT_TIMEOUT_SECONDS="0")
+    )
+    assert unreachable.returncode == 1
+    assert "timed out" in unreachable.stderr
+    assert "failed calling webhook" in unreachable.stderr

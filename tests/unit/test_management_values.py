@@ -1,0 +1,287 @@
+"""The ManagementCluster's pure builders: kind config, Helm values, MetalLB and Cluster API
+objects, readiness gate parameters, versions. Where a pinned upstream copy exists the output is
+also checked against it (values keys, CRD schemas)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.config import ClusterApiVersions, InfrastructureProvider, parse_platform
+from components.management_values import (
+    capi_gate_env,
+    capi_providers,
+    cert_manager_values,
+    gate_env,
+    ip_address_pool,
+    kamaji_gate_env,
+    kamaji_values,
+    kind_cluster_identifier,
+    kind_config,
+    l2_advertisement,
+    management_versions,
+    metallb_gate_env,
+    metallb_values,
+    readiness_probe_tcp,
+)
+from components.versions import PINNED
+from tests.support.contracts import crd_violations, missing_values_keys
+from tests.support.harness import load_stack_config
+
+# ------------------------------------------------------------------------------------ kind
+
+
+def test_kind_config_carries_name_image_and_subnets() -> None:
+    text = kind_config("gpu-lab", "kindest/node:v1.35.0", "10.244.0.0/16", "10.96.0.0/12")
+    config = yaml.safe_load(text)
+    assert config == {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "name": "gpu-lab",
+        "networking": {"podSubnet": "10.244.0.0/16", "serviceSubnet": "10.96.0.0/12"},
+        "nodes": [{"role": "control-plane", "image": "kindest/node:v1.35.0"}],
+    }
+
+
+def test_kind_config_is_deterministic() -> None:
+    """No timestamps or random parts: a second `up` sees the same stdin and changes nothing."""
+    args = ("gpu-lab", "kindest/node:v1.35.0", "10.244.0.0/16", "10.96.0.0/12")
+    assert kind_config(*args) == kind_config(*args)
+
+
+def test_cluster_identifier_is_stable_and_follows_the_cluster() -> None:
+    config = kind_config("gpu-lab", "kindest/node:v1.35.0", "10.244.0.0/16", "10.96.0.0/12")
+    other = kind_config("gpu-lab", "kindest/node:v1.34.0", "10.244.0.0/16", "10.96.0.0/12")
+    first = kind_cluster_identifier("gpu-lab", config)
+    assert first == kind_cluster_identifier("gpu-lab", config)
+    assert first.startswith("kind-gpu-lab-")
+    assert kind_cluster_identifier("gpu-lab", other) != first
+
+
+# ------------------------------------------------------------------------------------ values
+
+
+def test_metallb_runs_l2_without_frr() -> None:
+    assert metallb_values() == {"frrk8s": {"enabled": False}}
+
+
+def test_cert_manager_installs_its_crds_with_the_v1_21_key() -> None:
+    assert cert_manager_values() == {"crds": {"enabled": True}}
+
+
+def test_kamaji_lab_values_pin_the_image_and_deploy_the_default_datastore() -> None:
+    values = kamaji_values("26.8.2-edge", deploy_etcd=True)
+    assert values["image"]["tag"] == "26.8.2-edge"
+    assert values["defaultDatastoreName"] == "default"
+    assert values["kamaji-etcd"]["deploy"] is True
+    assert values["kamaji-etcd"]["datastore"] == {"enabled": True, "name": "default"}
+    # The docs' keys etcd.* and datastore.* do not exist in the chart.
+    assert "etcd" not in values
+    assert "datastore" not in values
+
+
+def test_kamaji_without_bundled_etcd_has_no_default_datastore() -> None:
+    values = kamaji_values("26.8.2-edge", deploy_etcd=False)
+    assert values["kamaji-etcd"] == {"deploy": False}
+    assert values["defaultDatastoreName"] == ""
+
+
+@pytest.mark.parametrize(
+    ("chart", "values"),
+    [
+        ("metallb", metallb_values()),
+        ("cert-manager", cert_manager_values()),
+        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=True)),
+        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=False)),
+    ],
+)
+def test_values_keys_exist_in_the_pinned_charts(
+    upstream_dir: Path, chart: str, values: dict[str, object]
+) -> None:
+    assert missing_values_keys(upstream_dir, chart, values) == []
+
+
+def test_cert_manager_crds_default_is_off_upstream(upstream_dir: Path) -> None:
+    """Why the value is set at all: the pinned chart does not install CRDs by default."""
+    defaults = yaml.safe_load((upstream_dir / "cert-manager" / "values.yaml").read_text())
+    assert defaults["crds"]["enabled"] is False
+
+
+# ----------------------------------------------------------------------------- MetalLB
+
+
+def test_ip_address_pool_and_advertisement() -> None:
+    pool = ip_address_pool(["172.18.255.239-172.18.255.254"])
+    assert pool["apiVersion"] == "metallb.io/v1beta1"
+    assert pool["metadata"] == {"name": "gpu-platform-lab", "namespace": "metallb-system"}
+    assert pool["spec"] == {"addresses": ["172.18.255.239-172.18.255.254"], "autoAssign": False}
+    advertisement = l2_advertisement()
+    assert advertisement["kind"] == "L2Advertisement"
+    assert advertisement["spec"] == {"ipAddressPools": ["gpu-platform-lab"]}
+
+
+def test_metallb_objects_validate_against_the_pinned_crds(upstream_dir: Path) -> None:
+    assert crd_violations(upstream_dir, ip_address_pool(["10.0.0.1-10.0.0.2"])) == []
+    assert crd_violations(upstream_dir, l2_advertisement()) == []
+
+
+# ------------------------------------------------------------------------- Cluster API
+
+
+def test_reference_providers_each_in_its_own_namespace() -> None:
+    providers = capi_providers(ClusterApiVersions())
+    assert [(p.kind, p.name) for p in providers] == [
+        ("CoreProvider", "cluster-api"),
+        ("BootstrapProvider", "kubeadm"),
+        ("ControlPlaneProvider", "kamaji"),
+        ("InfrastructureProvider", "metal3"),
+    ]
+    namespaces = [p.namespace for p in providers]
+    assert len(set(namespaces)) == 4
+    assert "kamaji-system" not in namespaces  # Kamaji itself lives there
+    assert providers[2].version == "v0.20.0"
+    assert providers[3].namespace == "capm3-system"
+
+
+def test_docker_infrastructure_is_pluggable() -> None:
+    versions = ClusterApiVersions(
+        infrastructure=InfrastructureProvider(name="docker", version="v1.13.5")
+    )
+    infra = capi_providers(versions)[3]
+    assert (infra.name, infra.namespace, infra.version) == ("docker", "capd-system", "v1.13.5")
+    assert "dockermachinetemplates.infrastructure.cluster.x-k8s.io" in infra.crds
+
+
+def test_provider_manifest() -> None:
+    core = capi_providers(ClusterApiVersions())[0]
+    assert core.manifest() == {
+        "apiVersion": "operator.cluster.x-k8s.io/v1alpha2",
+        "kind": "CoreProvider",
+        "metadata": {"name": "cluster-api", "namespace": "capi-system"},
+        "spec": {"version": "v1.13.5"},
+    }
+    assert core.resource == "coreproviders.operator.cluster.x-k8s.io"
+
+
+@pytest.mark.parametrize("infrastructure", ["metal3", "docker"])
+def test_provider_objects_validate_against_the_pinned_crds(
+    upstream_dir: Path, infrastructure: str
+) -> None:
+    versions = ClusterApiVersions(
+        infrastructure=InfrastructureProvider(name=infrastructure, version="v1.13.2")
+    )
+    for provider in capi_providers(versions):
+        assert crd_violations(upstream_dir, provider.manifest()) == [], provider.kind
+
+
+def test_a_fetch_url_would_validate_too(upstream_dir: Path) -> None:
+    """If a provider ever needs one, spec.fetchConfig.url is the CRD's field for it."""
+    from dataclasses import replace
+
+    kamaji = capi_providers(ClusterApiVersions())[2]
+    url = (
+        "https://github.com/clastix/cluster-api-control-plane-provider-kamaji/releases/"
+        "v0.20.0/control-plane-components.yaml"
+    )
+    manifest = replace(kamaji, fetch_url=url).manifest()
+    assert manifest["spec"]["fetchConfig"] == {"url": url}
+    assert crd_violations(upstream_dir, manifest) == []
+
+
+def test_gated_crds_exist_upstream(upstream_dir: Path) -> None:
+    """The CRDs the CAPI gate waits for are the ones the pinned providers ship."""
+    names: set[str] = set()
+    for path in upstream_dir.rglob("*.yaml"):
+        for document in yaml.safe_load_all(path.read_text()):
+            if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
+                names.add(document["metadata"]["name"])
+    for infrastructure in ("metal3", "docker"):
+        versions = ClusterApiVersions(
+            infrastructure=InfrastructureProvider(name=infrastructure, version="v1.13.2")
+        )
+        for provider in capi_providers(versions):
+            assert set(provider.crds) <= names, provider.name
+
+
+# ----------------------------------------------------------------------------- gates
+
+
+def test_readiness_probe_is_a_valid_tenant_control_plane(upstream_dir: Path) -> None:
+    probe = readiness_probe_tcp("v1.35.0")
+    assert probe["kind"] == "TenantControlPlane"
+    assert probe["spec"]["kubernetes"]["version"] == "v1.35.0"
+    assert crd_violations(upstream_dir, probe) == []
+
+
+def test_kamaji_gate_waits_for_crds_controller_etcd_datastore_and_webhooks() -> None:
+    env = kamaji_gate_env("v1.35.0", with_etcd=True)
+    assert env["WAIT_CRDS"].split() == [
+        "tenantcontrolplanes.kamaji.clastix.io",
+        "datastores.kamaji.clastix.io",
+    ]
+    assert env["WAIT_ROLLOUTS"].split() == [
+        "kamaji-system/deployment/kamaji",
+        "kamaji-system/statefulset/kamaji-etcd",
+    ]
+    assert env["WAIT_CONDITIONS"] == (
+        "-/datastores.kamaji.clastix.io/default/jsonpath={.status.ready}=true"
+    )
+    assert json.loads(env["DRY_RUN_MANIFEST"])["kind"] == "TenantControlPlane"
+    assert "KUBECONFIG_CONTENT" not in env  # the component adds it, as a secret
+
+
+def test_kamaji_gate_without_etcd_waits_for_no_datastore() -> None:
+    env = kamaji_gate_env("v1.35.0", with_etcd=False)
+    assert env["WAIT_ROLLOUTS"] == "kamaji-system/deployment/kamaji"
+    assert env["WAIT_CONDITIONS"] == ""
+
+
+def test_metallb_gate_dry_runs_the_pool() -> None:
+    pool = ip_address_pool(["10.0.0.1-10.0.0.2"])
+    env = metallb_gate_env(pool)
+    assert json.loads(env["DRY_RUN_MANIFEST"]) == pool
+    assert env["WAIT_ROLLOUTS"] == "metallb-system/deployment/metallb-controller"
+
+
+def test_capi_gate_waits_for_every_provider_and_the_tenant_crds() -> None:
+    env = capi_gate_env(capi_providers(ClusterApiVersions()))
+    conditions = env["WAIT_CONDITIONS"].split()
+    assert (
+        "capi-kamaji-control-plane-system/controlplaneproviders.operator.cluster.x-k8s.io/"
+        "kamaji/condition=Ready"
+    ) in conditions
+    assert len(conditions) == 4
+    crds = env["WAIT_CRDS"].split()
+    for crd in (
+        "kamajicontrolplanes.controlplane.cluster.x-k8s.io",
+        "clusters.cluster.x-k8s.io",
+        "machinedeployments.cluster.x-k8s.io",
+    ):
+        assert crd in crds
+
+
+def test_gate_tokens_must_not_contain_whitespace() -> None:
+    with pytest.raises(ValueError, match="without whitespace"):
+        gate_env(crds=["two words"])
+
+
+def test_gate_parameters_are_deterministic() -> None:
+    """Same config, same environment: a second `up` does not re-run a gate."""
+    assert kamaji_gate_env("v1.35.0", True) == kamaji_gate_env("v1.35.0", True)
+
+
+# ----------------------------------------------------------------------------- versions
+
+
+def test_versions_report_what_each_stack_deploys() -> None:
+    lab = parse_platform(load_stack_config("lab")["gpu-platform:platform"])
+    versions = management_versions(lab)
+    assert versions["kamaji_image_tag"] == PINNED.kamaji_image_tag
+    assert versions["kind_node_image"] == "kindest/node:v1.35.0"
+    prod = parse_platform(load_stack_config("prod")["gpu-platform:platform"])
+    prod_versions = management_versions(prod)
+    assert prod_versions["kamaji_control_plane_provider"] == "v0.20.0"
+    assert prod_versions["infrastructure_provider"] == {"name": "metal3", "version": "v1.13.2"}
