@@ -1,16 +1,69 @@
-"""GpuWorkerPool: one pool of GPU nodes joined to one tenant."""
+"""GpuWorkerPool: one pool of GPU nodes joined to one tenant.
+
+lab: ``replicas`` kindest/node containers on the kind docker network, joined to the tenant with
+kubeadm (scripts/worker/), each carrying the pool's declared cards (HAMi's
+``hami.io/node-nvidia-register`` annotation, the ``nvidia.com/gpu`` status capacity the mock
+device plugin needs, HAMi's ``gpu=on`` label) and, per pool, the mock allocation completer that
+does what the mock device plugin's empty Allocate leaves undone.
+
+prod: a Cluster API MachineDeployment with its KubeadmConfigTemplate (node labels through the
+kubelet) and infrastructure machine template (Metal3, or CAPD), plus an optional
+MachineHealthCheck, in the tenant's namespace of the management cluster.
+
+Both: a ConfigMap in the tenant's kube-system declaring the pool's cards (read by the policy pack
+to check capacity fit at preview). Decisions live in ``components.gpu_inventory``,
+``components.worker_specs`` and ``components.completer.manifests``; this file only wires them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pulumi
+import pulumi_command as command
+import pulumi_docker as docker
+import pulumi_kubernetes as k8s
 
+from components.completer.manifests import completer_manifests, completer_script
 from components.config import PlatformConfig, Tenant, WorkerPool
+from components.gpu_inventory import (
+    GPU_COUNT_RESOURCE,
+    declared_inventory_configmap,
+    gpu_capacity,
+    node_labels,
+    node_register_annotation,
+    pool_inventory,
+)
 from components.gpu_tenant import GpuTenant
+from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TENANT_LABEL
 from components.management_cluster import ManagementCluster
+from components.versions import PINNED
+from components.worker_specs import (
+    BOOTSTRAP_API,
+    CLUSTER_API,
+    INFRASTRUCTURE_API,
+    INFRASTRUCTURE_KINDS,
+    infrastructure_machine_template,
+    kubeadm_config_template,
+    machine_deployment,
+    machine_health_check,
+    var_volume_name,
+    worker_container_spec,
+    worker_node_names,
+)
 
 TYPE_TOKEN = "gpu-platform:index:GpuWorkerPool"
+SCRIPTS_DIR = Path(__file__).resolve().parents[1] / "scripts" / "worker"
+BASH = ["/bin/bash", "-c"]
+# Which docker container backs a lab node (changes when the container is replaced, so the node
+# patch is applied again to the node the new container registers).
+WORKER_CONTAINER_ANNOTATION = "gpu-platform.io/worker-container"
+
+
+def _script(name: str) -> str:
+    return (SCRIPTS_DIR / name).read_text()
 
 
 @dataclass(frozen=True)
@@ -23,15 +76,296 @@ class GpuWorkerPoolArgs:
 
 
 class GpuWorkerPool(pulumi.ComponentResource):
-    """SKELETON: replaced by the lab/prod implementation."""
+    """One pool of identical GPU nodes in one tenant (lab containers or prod CAPI machines)."""
 
     node_names: pulumi.Output[list[str]]
-    inventory: dict[str, int]
+    """lab: the tenant's node names, once joined. prod: [] (Cluster API names the machines)."""
+    inventory: dict[str, Any]
+    """Declared totals: nodes, cards, memoryMiB, coreUnits, slots (pool) and perNode."""
+    declared_inventory: k8s.core.v1.ConfigMap
+    machine_deployment: k8s.apiextensions.CustomResource | None
+    completer: k8s.apps.v1.Deployment | None
 
     def __init__(
         self, name: str, args: GpuWorkerPoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(TYPE_TOKEN, name, None, opts)
-        self.node_names = pulumi.Output.from_input([])
-        self.inventory = {}
-        self.register_outputs({})
+        self._name = name
+        self._args = args
+        pool = args.pool
+        cards = pool.resolved_cards()
+        self.inventory = pool_inventory(pool.replicas, cards, pool.slots_per_card)
+        self.machine_deployment = None
+        self.completer = None
+
+        declared = declared_inventory_configmap(
+            args.tenant_config.name, pool.name, pool.replicas, cards, pool.slots_per_card
+        )
+        self.declared_inventory = k8s.core.v1.ConfigMap(
+            f"{name}-declared-inventory",
+            metadata=declared["metadata"],
+            data=declared["data"],
+            opts=self._opts(provider=args.tenant.provider),
+        )
+
+        if args.platform.mode == "lab":
+            self.node_names = self._lab_workers()
+        else:
+            self.node_names = self._prod_machines()
+
+        self.register_outputs({"nodeNames": self.node_names, "inventory": self.inventory})
+
+    # ------------------------------------------------------------------------------- helpers
+
+    def _opts(self, **kwargs: Any) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, **kwargs)
+
+    # ----------------------------------------------------------------------------------- lab
+
+    def _lab_workers(self) -> pulumi.Output[list[str]]:
+        args = self._args
+        name = self._name
+        tenant_name = args.tenant_config.name
+        pool = args.pool
+        cards = pool.resolved_cards()
+        names = worker_node_names(tenant_name, pool.name, pool.replicas)
+        network = args.management.kind_network
+        if network is None:  # the kind network is a lab output; fall back to its configured name
+            network = pulumi.Output.from_input(args.platform.kind.docker_network)
+        kubeconfig: pulumi.Output[str] = pulumi.Output.secret(args.tenant.kubeconfig)
+        capacity = str(gpu_capacity(cards, pool.slots_per_card))
+        labels = node_labels(tenant_name, pool.name, cards, lab=True)
+
+        image = docker.RemoteImage(
+            f"{name}-worker-image",
+            name=args.platform.effective_worker_image,
+            keep_locally=True,  # other pools (and the next `up`) use the same image
+            opts=self._opts(),
+        )
+        joins: list[command.local.Command] = []
+        for index, node in enumerate(names):
+            volume = docker.Volume(
+                f"{name}-{index}-var",
+                name=var_volume_name(node),
+                labels=[
+                    docker.VolumeLabelArgs(label=TENANT_LABEL, value=tenant_name),
+                    docker.VolumeLabelArgs(label=POOL_LABEL, value=pool.name),
+                    docker.VolumeLabelArgs(label=LAB_ONLY_LABEL, value="true"),
+                ],
+                opts=self._opts(delete_before_replace=True),
+            )
+            spec = worker_container_spec(tenant_name, pool.name, node)
+            container = docker.Container(
+                f"{name}-{index}",
+                image=image.image_id,
+                networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=network)],
+                volumes=[docker.ContainerVolumeArgs(**v) for v in spec.pop("volumes")],
+                labels=[docker.ContainerLabelArgs(**label) for label in spec.pop("labels")],
+                **spec,
+                # The kind network exists once the management cluster is up (kind_network alone
+                # may be a plain name that carries no dependency).
+                opts=self._opts(
+                    depends_on=[volume, *args.management.ready], delete_before_replace=True
+                ),
+            )
+            join = command.local.Command(
+                f"{name}-{index}-node-join",
+                create=_script("join-node.sh"),
+                delete=_script("remove-node.sh"),
+                interpreter=BASH,
+                environment={
+                    "NODE_NAME": node,
+                    "TENANT_KUBECONFIG": kubeconfig,
+                    "NODE_JOIN_SCRIPT": _script("node-join-inside.sh"),
+                },
+                # stdout is only the node name, but the process handles the join token: keep
+                # stdout/stderr secret and log stderr only (token-shaped strings are masked).
+                logging=command.local.Logging.STDERR,
+                triggers=[container.id],
+                opts=self._opts(
+                    depends_on=[container],
+                    additional_secret_outputs=["stdout", "stderr"],
+                    delete_before_replace=True,
+                ),
+            )
+            joins.append(join)
+            command.local.Command(
+                f"{name}-{index}-gpu-capacity",
+                create=_script("patch-gpu-capacity.sh"),
+                delete=_script("unpatch-gpu-capacity.sh"),
+                interpreter=BASH,
+                environment={
+                    "NODE_NAME": node,
+                    "TENANT_KUBECONFIG": kubeconfig,
+                    "GPU_RESOURCE": GPU_COUNT_RESOURCE,
+                    "GPU_CAPACITY": capacity,
+                },
+                logging=command.local.Logging.STDOUT_AND_STDERR,
+                triggers=[join.id],
+                opts=self._opts(depends_on=[join], delete_before_replace=True),
+            )
+            # LAB_ONLY: simulated cards. A NodePatch (server-side apply) owns only these fields.
+            k8s.core.v1.NodePatch(
+                f"{name}-{index}-inventory",
+                metadata={
+                    "name": node,
+                    "labels": labels,
+                    "annotations": {
+                        HAMI_NODE_REGISTER: node_register_annotation(
+                            tenant_name, pool.name, node, cards, pool.slots_per_card
+                        ),
+                        WORKER_CONTAINER_ANNOTATION: container.id,
+                    },
+                },
+                opts=self._opts(provider=args.tenant.provider, depends_on=[join]),
+            )
+        self.completer = self._mock_allocation_completer(joins)
+        return pulumi.Output.all(*[join.id for join in joins]).apply(lambda _: list(names))
+
+    def _mock_allocation_completer(
+        self, nodes: list[command.local.Command]
+    ) -> k8s.apps.v1.Deployment:
+        """The pool's completer (lab only): it needs the pool's nodes and the tenant's CNI."""
+        args = self._args
+        name = self._name
+        manifests = completer_manifests(
+            args.tenant_config.name, args.pool.name, completer_script(), PINNED.completer_image
+        )
+        provider = args.tenant.provider
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-completer-namespace",
+            metadata=manifests["namespace"]["metadata"],
+            opts=self._opts(provider=provider),
+        )
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-completer-account",
+            metadata=manifests["serviceAccount"]["metadata"],
+            opts=self._opts(provider=provider, depends_on=[namespace]),
+        )
+        role = k8s.rbac.v1.ClusterRole(
+            f"{name}-completer-role",
+            metadata=manifests["clusterRole"]["metadata"],
+            rules=manifests["clusterRole"]["rules"],
+            opts=self._opts(provider=provider),
+        )
+        binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-completer-binding",
+            metadata=manifests["clusterRoleBinding"]["metadata"],
+            role_ref=manifests["clusterRoleBinding"]["roleRef"],
+            subjects=manifests["clusterRoleBinding"]["subjects"],
+            opts=self._opts(provider=provider, depends_on=[role, account]),
+        )
+        script = k8s.core.v1.ConfigMap(
+            f"{name}-completer-script",
+            metadata=manifests["configMap"]["metadata"],
+            data=manifests["configMap"]["data"],
+            opts=self._opts(provider=provider, depends_on=[namespace]),
+        )
+        return k8s.apps.v1.Deployment(
+            f"{name}-completer",
+            metadata=manifests["deployment"]["metadata"],
+            spec=manifests["deployment"]["spec"],
+            opts=self._opts(
+                provider=provider,
+                depends_on=[account, binding, script, *nodes, *args.tenant.ready],
+            ),
+        )
+
+    # ---------------------------------------------------------------------------------- prod
+
+    def _prod_machines(self) -> pulumi.Output[list[str]]:
+        args = self._args
+        name = self._name
+        tenant_name = args.tenant_config.name
+        pool = args.pool
+        machine = pool.machine
+        if machine is None:  # the config validation requires it in prod
+            raise ValueError(f"pool {pool.name}: prod pools need a machine spec")
+        labels = node_labels(tenant_name, pool.name, pool.resolved_cards(), lab=False)
+        version = args.platform.kubernetes_version
+        objects = pulumi.Output.all(args.tenant.namespace, args.tenant.cluster_name).apply(
+            lambda values: _capi_objects(
+                name, tenant_name, pool, labels, version, str(values[0]), str(values[1])
+            )
+        )
+
+        def custom_resource(
+            resource_name: str, key: str, depends_on: list[pulumi.Resource] | None = None
+        ) -> k8s.apiextensions.CustomResource:
+            obj = objects.apply(lambda o: o[key])
+            template = _capi_static(key, machine.provider)
+            return k8s.apiextensions.CustomResource(
+                resource_name,
+                api_version=template[0],
+                kind=template[1],
+                metadata=obj.apply(lambda o: o["metadata"]),
+                spec=obj.apply(lambda o: o["spec"]),
+                opts=self._opts(
+                    provider=args.management.provider,
+                    depends_on=[*args.management.ready, *(depends_on or [])],
+                ),
+            )
+
+        bootstrap = custom_resource(f"{name}-kubeadm-config", "bootstrap")
+        infrastructure = custom_resource(f"{name}-machine-template", "infrastructure")
+        self.machine_deployment = custom_resource(
+            f"{name}-machines", "deployment", depends_on=[bootstrap, infrastructure]
+        )
+        if machine.health_check.enabled:
+            custom_resource(
+                f"{name}-health-check", "healthCheck", depends_on=[self.machine_deployment]
+            )
+        return pulumi.Output.from_input([])
+
+
+def _capi_static(key: str, provider: str) -> tuple[str, str]:
+    """apiVersion and kind of each Cluster API object (known before any output resolves)."""
+    return {
+        "bootstrap": (BOOTSTRAP_API, "KubeadmConfigTemplate"),
+        "infrastructure": (INFRASTRUCTURE_API, INFRASTRUCTURE_KINDS[provider]),
+        "deployment": (CLUSTER_API, "MachineDeployment"),
+        "healthCheck": (CLUSTER_API, "MachineHealthCheck"),
+    }[key]
+
+
+def _capi_objects(
+    name: str,
+    tenant: str,
+    pool: WorkerPool,
+    labels: dict[str, str],
+    version: str,
+    namespace: str,
+    cluster_name: str,
+) -> dict[str, dict[str, Any]]:
+    """Every Cluster API object of a prod pool, once the namespace and cluster name are known."""
+    machine = pool.machine
+    assert machine is not None
+    bootstrap = kubeadm_config_template(name, namespace, tenant, pool.name, labels)
+    infrastructure = infrastructure_machine_template(
+        machine.provider, name, namespace, tenant, pool.name, machine.template
+    )
+    objects = {
+        "bootstrap": bootstrap,
+        "infrastructure": infrastructure,
+        "deployment": machine_deployment(
+            name,
+            namespace,
+            tenant,
+            pool.name,
+            cluster_name,
+            pool.replicas,
+            version,
+            bootstrap,
+            infrastructure,
+        ),
+        "healthCheck": machine_health_check(
+            f"{name}-health",
+            namespace,
+            tenant,
+            pool.name,
+            cluster_name,
+            machine.health_check.unhealthy_after,
+            machine.health_check.max_unhealthy,
+        ),
+    }
+    return objects

@@ -1,0 +1,1 @@
+"""The lab's mock allocation completer: its script (stdlib only) and its Kubernetes manifests."""

@@ -1,0 +1,260 @@
+"""Worker specs as plain data: the lab's kindest/node containers and prod's Cluster API objects.
+
+Pure functions only; the GpuWorkerPool component turns them into resources and the contract
+tests validate the Cluster API objects against the pinned CRDs (cluster-api v1.13.5 v1beta2,
+CAPM3 v1.13.2 v1beta2, CAPD v1.13.5 v1beta2).
+
+Lab containers copy the flags kind itself gives a node container (kind's ``runArgsForNode``, also
+used by Kamaji's e2e ``worker_kubeadm_join_test.go``): privileged, seccomp and apparmor
+unconfined, tmpfs on /tmp and /run, a volume on /var, /lib/modules read-only, a private cgroup
+namespace, hostname = name, restart on failure once, a TTY and no init (systemd is PID 1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from components.gpu_inventory import kubelet_node_labels_arg
+from components.labels import LAB_ONLY_LABEL, POOL_LABEL, TENANT_LABEL
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+# API versions of the pinned Cluster API contract (v1beta2, CAPI v1.13).
+CLUSTER_API = "cluster.x-k8s.io/v1beta2"
+BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
+BOOTSTRAP_API = f"{BOOTSTRAP_GROUP}/v1beta2"
+INFRASTRUCTURE_GROUP = "infrastructure.cluster.x-k8s.io"
+INFRASTRUCTURE_API = f"{INFRASTRUCTURE_GROUP}/v1beta2"
+INFRASTRUCTURE_KINDS = {"metal3": "Metal3MachineTemplate", "docker": "DockerMachineTemplate"}
+CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
+
+# --------------------------------------------------------------------------------- lab nodes
+
+
+def worker_node_name(tenant: str, pool: str, index: int) -> str:
+    """``<tenant>-<pool>-<i>``: container name, hostname and so the tenant's node name."""
+    name = f"{tenant}-{pool}-{index}"
+    if len(name) > 63 or not DNS1123_LABEL.match(name):
+        raise ValueError(
+            f"worker name {name!r} is not a DNS-1123 label of at most 63 characters "
+            "(it becomes the hostname and node name): shorten the tenant or pool name"
+        )
+    return name
+
+
+def worker_node_names(tenant: str, pool: str, replicas: int) -> list[str]:
+    return [worker_node_name(tenant, pool, index) for index in range(replicas)]
+
+
+def var_volume_name(node: str) -> str:
+    """The docker volume that holds a worker's /var (containerd images, kubelet state)."""
+    return f"{node}-var"
+
+
+def worker_container_spec(tenant: str, pool: str, node: str) -> dict[str, Any]:
+    """Keyword arguments for ``docker.Container`` (without image and network), nested values as
+    plain dicts in pulumi-docker's snake_case argument names."""
+    return {
+        "name": node,
+        "hostname": node,
+        "privileged": True,
+        "security_opts": ["seccomp=unconfined", "apparmor=unconfined"],
+        "tmpfs": {"/tmp": "", "/run": ""},
+        "cgroupns_mode": "private",
+        "volumes": [
+            {"volume_name": var_volume_name(node), "container_path": "/var"},
+            {"host_path": "/lib/modules", "container_path": "/lib/modules", "read_only": True},
+        ],
+        "restart": "on-failure",
+        "max_retry_count": 1,
+        "tty": True,
+        "init": False,
+        "must_run": True,
+        "labels": [
+            {"label": TENANT_LABEL, "value": tenant},
+            {"label": POOL_LABEL, "value": pool},
+            {"label": LAB_ONLY_LABEL, "value": "true"},
+        ],
+    }
+
+
+# ------------------------------------------------------------------------- prod: Cluster API
+
+
+def parse_duration_seconds(text: str) -> int:
+    """Seconds in a Go-style duration of whole h/m/s units (``300s``, ``5m``, ``1h30m``)."""
+    match = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text.strip())
+    if not text.strip() or match is None:
+        raise ValueError(f"{text!r} is not a duration like 300s, 5m or 1h30m")
+    hours, minutes, seconds = (int(part) if part else 0 for part in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def content_name(base: str, content: Any) -> str:
+    """``<base>-<8 hex>`` from the content: Cluster API templates are treated as immutable, so a
+    changed template gets a new name and the MachineDeployment rolls its machines to it."""
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{base[:54]}-{digest}"
+
+
+def _object_name(name: str) -> str:
+    if len(name) > 63 or not DNS1123_LABEL.match(name):
+        raise ValueError(
+            f"{name!r} must be a DNS-1123 label of at most 63 characters (Cluster API uses it "
+            "as a label value): shorten the tenant or pool name"
+        )
+    return name
+
+
+def machine_selector(cluster_name: str, pool: str) -> dict[str, str]:
+    """Labels that pick the pool's machines (MachineDeployment selector, health check)."""
+    return {CLUSTER_NAME_LABEL: cluster_name, POOL_LABEL: pool}
+
+
+def kubeadm_config_template(
+    name: str, namespace: str, tenant: str, pool: str, node_labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """KubeadmConfigTemplate (v1beta2): kubeadm join with the pool's node labels.
+
+    v1beta2 ``nodeRegistration.kubeletExtraArgs`` is a list of ``{name, value}``. Labels go
+    through the kubelet's ``--node-labels`` (the kubelet may set labels outside the
+    ``kubernetes.io``/``k8s.io`` namespaces on itself). The kubelet's own configuration comes from
+    the tenant's kubelet-config ConfigMap at join, so it matches the tenant's control plane.
+    """
+    spec = {
+        "joinConfiguration": {
+            "nodeRegistration": {
+                "kubeletExtraArgs": [
+                    {"name": "node-labels", "value": kubelet_node_labels_arg(node_labels)}
+                ]
+            }
+        }
+    }
+    return {
+        "apiVersion": BOOTSTRAP_API,
+        "kind": "KubeadmConfigTemplate",
+        "metadata": {
+            "name": _object_name(content_name(name, spec)),
+            "namespace": namespace,
+            "labels": {TENANT_LABEL: tenant, POOL_LABEL: pool},
+        },
+        "spec": {"template": {"spec": spec}},
+    }
+
+
+def infrastructure_machine_template(
+    provider: str,
+    name: str,
+    namespace: str,
+    tenant: str,
+    pool: str,
+    template_spec: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Metal3MachineTemplate or DockerMachineTemplate (v1beta2) with ``spec.template.spec`` =
+    the pool's ``machine.template`` verbatim."""
+    kind = INFRASTRUCTURE_KINDS.get(provider)
+    if kind is None:
+        raise ValueError(
+            f"unknown infrastructure provider {provider!r}: use one of "
+            f"{', '.join(sorted(INFRASTRUCTURE_KINDS))}"
+        )
+    spec = {"template": {"spec": dict(template_spec)}}
+    return {
+        "apiVersion": INFRASTRUCTURE_API,
+        "kind": kind,
+        "metadata": {
+            "name": _object_name(content_name(name, {"kind": kind, **spec})),
+            "namespace": namespace,
+            "labels": {TENANT_LABEL: tenant, POOL_LABEL: pool},
+        },
+        "spec": spec,
+    }
+
+
+def machine_deployment(
+    name: str,
+    namespace: str,
+    tenant: str,
+    pool: str,
+    cluster_name: str,
+    replicas: int,
+    version: str,
+    bootstrap_template: Mapping[str, Any],
+    infrastructure_template: Mapping[str, Any],
+) -> dict[str, Any]:
+    """MachineDeployment (v1beta2): ``replicas`` machines of the tenant version, built from the
+    two templates (referenced by apiGroup/kind/name, the v1beta2 contract)."""
+    selector = machine_selector(cluster_name, pool)
+    return {
+        "apiVersion": CLUSTER_API,
+        "kind": "MachineDeployment",
+        "metadata": {
+            "name": _object_name(name),
+            "namespace": namespace,
+            "labels": {**selector, TENANT_LABEL: tenant},
+        },
+        "spec": {
+            "clusterName": cluster_name,
+            "replicas": replicas,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": {**selector, TENANT_LABEL: tenant}},
+                "spec": {
+                    "clusterName": cluster_name,
+                    "version": version,
+                    "bootstrap": {
+                        "configRef": {
+                            "apiGroup": BOOTSTRAP_GROUP,
+                            "kind": bootstrap_template["kind"],
+                            "name": bootstrap_template["metadata"]["name"],
+                        }
+                    },
+                    "infrastructureRef": {
+                        "apiGroup": INFRASTRUCTURE_GROUP,
+                        "kind": infrastructure_template["kind"],
+                        "name": infrastructure_template["metadata"]["name"],
+                    },
+                },
+            },
+        },
+    }
+
+
+def machine_health_check(
+    name: str,
+    namespace: str,
+    tenant: str,
+    pool: str,
+    cluster_name: str,
+    unhealthy_after: str,
+    max_unhealthy: str,
+) -> dict[str, Any]:
+    """MachineHealthCheck (v1beta2): a machine whose node is Ready=False/Unknown for
+    ``unhealthy_after`` is remediated, unless more than ``max_unhealthy`` are unhealthy
+    (v1beta2 moved ``maxUnhealthy`` to ``remediation.triggerIf.unhealthyLessThanOrEqualTo``)."""
+    timeout = parse_duration_seconds(unhealthy_after)
+    limit: int | str = int(max_unhealthy) if max_unhealthy.isdigit() else max_unhealthy
+    return {
+        "apiVersion": CLUSTER_API,
+        "kind": "MachineHealthCheck",
+        "metadata": {
+            "name": _object_name(name),
+            "namespace": namespace,
+            "labels": {TENANT_LABEL: tenant, POOL_LABEL: pool},
+        },
+        "spec": {
+            "clusterName": cluster_name,
+            "selector": {"matchLabels": machine_selector(cluster_name, pool)},
+            "checks": {
+                "unhealthyNodeConditions": [
+                    {"type": "Ready", "status": "False", "timeoutSeconds": timeout},
+                    {"type": "Ready", "status": "Unknown", "timeoutSeconds": timeout},
+                ]
+            },
+            "remediation": {"triggerIf": {"unhealthyLessThanOrEqualTo": limit}},
+        },
+    }

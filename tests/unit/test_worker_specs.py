@@ -1,0 +1,197 @@
+"""Worker specs: kind's node-container flags, and Cluster API objects valid for the pinned CRDs."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.worker_specs import (
+    content_name,
+    infrastructure_machine_template,
+    kubeadm_config_template,
+    machine_deployment,
+    machine_health_check,
+    parse_duration_seconds,
+    var_volume_name,
+    worker_container_spec,
+    worker_node_name,
+    worker_node_names,
+)
+from tests.support.contracts import crd_violations
+
+LABELS = {"gpu": "on", "gpu-platform.io/pool": "a100", "gpu-platform.io/gpu-model": "A100-80GB"}
+METAL3_SPEC = {
+    "hostSelector": {"matchLabels": {"gpu-model": "a100-80gb"}},
+    "image": {
+        "url": "http://images.example.internal/ubuntu.qcow2",
+        "checksum": "http://images.example.internal/ubuntu.qcow2.sha256sum",
+        "checksumType": "sha256",
+        "diskFormat": "qcow2",
+    },
+}
+
+# ------------------------------------------------------------------------------- lab nodes
+
+
+def test_worker_names_follow_tenant_pool_index() -> None:
+    assert worker_node_names("tenant-a", "a100", 3) == [
+        "tenant-a-a100-0",
+        "tenant-a-a100-1",
+        "tenant-a-a100-2",
+    ]
+
+
+def test_a_worker_name_longer_than_a_hostname_is_refused() -> None:
+    with pytest.raises(ValueError, match="63"):
+        worker_node_name("t" * 40, "p" * 30, 0)
+
+
+def test_container_spec_has_kinds_node_flags() -> None:
+    spec = worker_container_spec("tenant-a", "a100", "tenant-a-a100-0")
+    assert spec["name"] == "tenant-a-a100-0"
+    assert spec["hostname"] == "tenant-a-a100-0"
+    assert spec["privileged"] is True
+    assert sorted(spec["security_opts"]) == ["apparmor=unconfined", "seccomp=unconfined"]
+    assert set(spec["tmpfs"]) == {"/tmp", "/run"}
+    assert spec["cgroupns_mode"] == "private"
+    assert spec["init"] is False
+    assert spec["tty"] is True
+    volumes = {v["container_path"]: v for v in spec["volumes"]}
+    assert volumes["/var"] == {"volume_name": "tenant-a-a100-0-var", "container_path": "/var"}
+    assert volumes["/lib/modules"]["host_path"] == "/lib/modules"
+    assert volumes["/lib/modules"]["read_only"] is True
+    labels = {item["label"]: item["value"] for item in spec["labels"]}
+    assert labels == {
+        "gpu-platform.io/tenant": "tenant-a",
+        "gpu-platform.io/pool": "a100",
+        "gpu-platform.io/lab-only": "true",
+    }
+    assert var_volume_name("n") == "n-var"
+
+
+# ------------------------------------------------------------------------------ durations
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("300s", 300), ("5m", 300), ("1h30m", 5400), ("2h", 7200), ("0s", 0)]
+)
+def test_parse_duration_seconds(text: str, seconds: int) -> None:
+    assert parse_duration_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "10", "5 minutes", "1d", "s"])
+def test_parse_duration_refuses_other_text(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        parse_duration_seconds(text)
+
+
+def test_content_name_changes_with_content_only() -> None:
+    first = content_name("tenant-a-a100", {"a": 1})
+    assert first == content_name("tenant-a-a100", {"a": 1})
+    assert first != content_name("tenant-a-a100", {"a": 2})
+    assert first.startswith("tenant-a-a100-")
+    assert len(content_name("x" * 80, {})) <= 63
+
+
+# -------------------------------------------------------------------------- Cluster API
+
+
+def _objects(provider: str = "metal3", template: dict[str, Any] | None = None) -> dict[str, Any]:
+    bootstrap = kubeadm_config_template("team-a100", "team", "team", "a100", LABELS)
+    infrastructure = infrastructure_machine_template(
+        provider, "team-a100", "team", "team", "a100", METAL3_SPEC if template is None else template
+    )
+    deployment = machine_deployment(
+        "team-a100", "team", "team", "a100", "team", 2, "v1.35.0", bootstrap, infrastructure
+    )
+    health = machine_health_check("team-a100-health", "team", "team", "a100", "team", "300s", "40%")
+    return {
+        "bootstrap": bootstrap,
+        "infrastructure": infrastructure,
+        "deployment": deployment,
+        "health": health,
+    }
+
+
+def test_kubeadm_config_template_sets_node_labels_as_a_v1beta2_arg_list() -> None:
+    bootstrap = _objects()["bootstrap"]
+    assert bootstrap["apiVersion"] == "bootstrap.cluster.x-k8s.io/v1beta2"
+    registration = bootstrap["spec"]["template"]["spec"]["joinConfiguration"]["nodeRegistration"]
+    assert registration["kubeletExtraArgs"] == [
+        {
+            "name": "node-labels",
+            "value": "gpu=on,gpu-platform.io/gpu-model=A100-80GB,gpu-platform.io/pool=a100",
+        }
+    ]
+
+
+def test_machine_deployment_references_its_templates() -> None:
+    objects = _objects()
+    spec = objects["deployment"]["spec"]
+    assert spec["replicas"] == 2
+    assert spec["clusterName"] == "team"
+    machine = spec["template"]["spec"]
+    assert machine["version"] == "v1.35.0"
+    assert machine["clusterName"] == "team"
+    assert machine["bootstrap"]["configRef"] == {
+        "apiGroup": "bootstrap.cluster.x-k8s.io",
+        "kind": "KubeadmConfigTemplate",
+        "name": objects["bootstrap"]["metadata"]["name"],
+    }
+    assert machine["infrastructureRef"] == {
+        "apiGroup": "infrastructure.cluster.x-k8s.io",
+        "kind": "Metal3MachineTemplate",
+        "name": objects["infrastructure"]["metadata"]["name"],
+    }
+    selector = spec["selector"]["matchLabels"]
+    assert selector.items() <= spec["template"]["metadata"]["labels"].items()
+
+
+def test_infrastructure_template_carries_the_pool_template_verbatim() -> None:
+    infrastructure = _objects()["infrastructure"]
+    assert infrastructure["kind"] == "Metal3MachineTemplate"
+    assert infrastructure["spec"]["template"]["spec"] == METAL3_SPEC
+    docker = _objects("docker", {})["infrastructure"]
+    assert docker["kind"] == "DockerMachineTemplate"
+    with pytest.raises(ValueError, match="provider"):
+        infrastructure_machine_template("aws", "n", "ns", "t", "p", {})
+
+
+def test_a_changed_template_gets_a_new_name() -> None:
+    first = _objects()["infrastructure"]["metadata"]["name"]
+    changed = copy.deepcopy(METAL3_SPEC)
+    changed["image"]["url"] = "http://images.example.internal/other.qcow2"
+    assert _objects(template=changed)["infrastructure"]["metadata"]["name"] != first
+
+
+def test_health_check_uses_the_v1beta2_shape() -> None:
+    spec = _objects()["health"]["spec"]
+    assert spec["checks"]["unhealthyNodeConditions"] == [
+        {"type": "Ready", "status": "False", "timeoutSeconds": 300},
+        {"type": "Ready", "status": "Unknown", "timeoutSeconds": 300},
+    ]
+    assert spec["remediation"] == {"triggerIf": {"unhealthyLessThanOrEqualTo": "40%"}}
+    assert spec["selector"] == _objects()["deployment"]["spec"]["selector"]
+    absolute = machine_health_check("n", "ns", "t", "p", "c", "5m", "2")
+    assert absolute["spec"]["remediation"]["triggerIf"]["unhealthyLessThanOrEqualTo"] == 2
+
+
+@pytest.mark.parametrize("provider", ["metal3", "docker"])
+def test_every_object_validates_against_its_pinned_crd(provider: str, upstream_dir: Path) -> None:
+    template = METAL3_SPEC if provider == "metal3" else {"customImage": "kindest/node:v1.35.0"}
+    for key, obj in _objects(provider, template).items():
+        assert crd_violations(upstream_dir, obj) == [], key
+
+
+def test_the_crd_check_would_catch_the_v1beta1_kubelet_args_map(upstream_dir: Path) -> None:
+    """v1beta1 wrote kubeletExtraArgs as a map; v1beta2 rejects it. Proves the check can fail."""
+    bootstrap = copy.deepcopy(_objects()["bootstrap"])
+    registration = bootstrap["spec"]["template"]["spec"]["joinConfiguration"]["nodeRegistration"]
+    registration["kubeletExtraArgs"] = {"node-labels": "gpu=on"}
+    assert crd_violations(upstream_dir, bootstrap) != []
+    health = copy.deepcopy(_objects()["health"])
+    health["spec"]["maxUnhealthy"] = "40%"  # the v1beta1 field
+    assert crd_violations(upstream_dir, health) != []
