@@ -1,8 +1,8 @@
 """Labels and annotations the platform puts on what it creates.
 
 The policy pack (``policies/``) and the acceptance suite read the same names; they keep their own
-copies because the pack runs in its own virtualenv. ``tests/unit/test_labels_agree.py`` keeps the
-copies equal.
+copies because the pack runs in its own virtualenv. a test keeps the
+copies equal (``tests/policies/test_policy_model.py``).
 """
 
 from __future__ import annotations

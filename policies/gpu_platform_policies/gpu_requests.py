@@ -1,0 +1,212 @@
+"""hami-gpu-requests: every container that asks for an NVIDIA resource asks the HAMi way.
+
+Why: HAMi schedules by ``nvidia.com/gpu`` (whole cards, an integer), ``nvidia.com/gpumem`` (MiB
+per card, a plain integer) or ``nvidia.com/gpumem-percentage``, and ``nvidia.com/gpucores``
+(percent of one card). A request HAMi cannot read fails only at runtime: ``gpumem: 20Gi`` makes
+HAMi drop the container's whole GPU request, a bare ``nvidia.com/gpu: 1`` becomes an exclusive
+card, HAMi 2.10's webhook denies a GPU pod with a privileged container ("container X is
+privileged") or a ``nodeName`` ("pod has node assigned"), and another ``schedulerName`` makes the
+webhook leave the pod alone, bypassing hami-scheduler (platform.md §3, pitfall 7).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from gpu_platform_policies.hami_fit import parse_quantity
+from gpu_platform_policies.kube import ContainerRef, containers, pod_spec
+from gpu_platform_policies.model import Resource
+from gpu_platform_policies.props import UNKNOWN, get, quantity_text, whole_number
+
+NVIDIA_PREFIX: Final = "nvidia.com/"
+GPU: Final = "nvidia.com/gpu"
+GPUMEM: Final = "nvidia.com/gpumem"
+GPUMEM_PERCENTAGE: Final = "nvidia.com/gpumem-percentage"
+GPUCORES: Final = "nvidia.com/gpucores"
+PRIORITY: Final = "nvidia.com/priority"
+HAMI_RESOURCES: Final = (GPU, GPUMEM, GPUMEM_PERCENTAGE, GPUCORES, PRIORITY)
+HAMI_SCHEDULER: Final = "hami-scheduler"
+_MIB: Final = 1 << 20
+
+REMEDIATION: Final = (
+    "Ask the HAMi way: nvidia.com/gpu: <cards> with nvidia.com/gpumem: <MiB> (a plain integer) or "
+    "nvidia.com/gpumem-percentage: <1..100>, and nvidia.com/gpucores: <1..100>; no privileged "
+    "GPU containers, no nodeName, schedulerName absent or hami-scheduler."
+)
+
+
+def _show(value: Any) -> str:
+    """A value as the user wrote it: numbers without JSON's trailing ``.0``, strings quoted."""
+    if isinstance(value, str):
+        return repr(value)
+    text = quantity_text(value)
+    return text if text is not None else repr(value)
+
+
+def _mib_hint(text: str) -> str:
+    """' (write 20480)' for '20Gi': the MiB a unit-suffixed quantity stands for, if whole."""
+    try:
+        value = parse_quantity(text)
+    except ValueError:
+        return ""
+    whole = value // _MIB
+    if whole < 1:
+        return ""
+    exact = "" if value % _MIB == 0 else "about "
+    return f"; {text} is {exact}{whole} MiB, so write {whole}"
+
+
+def _resource_maps(container: Any) -> tuple[Any, Any]:
+    resources = get(container, "resources")
+    if resources is UNKNOWN:
+        return UNKNOWN, UNKNOWN
+    limits = get(resources, "limits")
+    requests = get(resources, "requests")
+    return (limits if limits is not None else {}), (requests if requests is not None else {})
+
+
+def container_nvidia_resources(container: Any) -> dict[str, Any] | None:
+    """The NVIDIA resources a container asks for, limits winning over requests (as HAMi reads
+    them); None when the container's resources are unknown."""
+    limits, requests = _resource_maps(container)
+    if limits is UNKNOWN or requests is UNKNOWN:
+        return None
+    merged: dict[str, Any] = {}
+    for source in (requests, limits):
+        if isinstance(source, dict):
+            for key, value in source.items():
+                if key.startswith(NVIDIA_PREFIX):
+                    merged[key] = value
+    return merged
+
+
+def check_container(ref: ContainerRef) -> tuple[list[str], bool]:
+    """Messages for one container and whether it asks for any NVIDIA resource."""
+    container = ref.container
+    if not isinstance(container, dict):
+        return [], False
+    asked = container_nvidia_resources(container)
+    if not asked:
+        return [], False
+    where = ref.label
+    messages: list[str] = []
+
+    limits, requests = _resource_maps(container)
+    for key in sorted(set(limits) & set(requests)):
+        low, high = requests[key], limits[key]
+        if not key.startswith(NVIDIA_PREFIX) or UNKNOWN in (low, high):
+            continue
+        if str(low) != str(high) and (
+            whole_number(low) is None or whole_number(low) != whole_number(high)
+        ):
+            messages.append(
+                f"{where}: requests.{key} ({low}) differs from limits.{key} ({high}); "
+                "Kubernetes requires them equal for extended resources: set only limits"
+            )
+
+    for key in sorted(asked):
+        if key not in HAMI_RESOURCES:
+            messages.append(
+                f"{where}: asks for {key}, which HAMi does not schedule; ask for {GPU} with "
+                f"{GPUMEM} (MiB) and {GPUCORES} (%) instead"
+            )
+
+    def known(name: str) -> bool:
+        return name in asked and asked[name] is not UNKNOWN
+
+    if GPU not in asked:
+        others = ", ".join(k for k in sorted(asked) if k in HAMI_RESOURCES)
+        if others:
+            messages.append(
+                f"{where}: asks for {others} without {GPU}; HAMi ignores such a request. "
+                f"Add {GPU}: 1 (the number of cards)"
+            )
+    elif known(GPU):
+        cards = whole_number(asked[GPU])
+        if cards is None or cards < 1:
+            messages.append(
+                f"{where}: {GPU} is {_show(asked[GPU])}; it counts whole physical cards and "
+                f"must be a whole number of at least 1 (e.g. {GPU}: 1) - share a card with "
+                f"{GPUMEM} and {GPUCORES}"
+            )
+    if known(GPUMEM):
+        value = asked[GPUMEM]
+        mib = whole_number(value)
+        if mib is None or mib < 1:
+            hint = _mib_hint(value) if isinstance(value, str) else ""
+            messages.append(
+                f"{where}: {GPUMEM} is {_show(value)}; HAMi reads it as a plain number of MiB "
+                f"and drops the whole GPU request when it has a unit or a fraction{hint}"
+            )
+    if known(GPUMEM_PERCENTAGE):
+        value = asked[GPUMEM_PERCENTAGE]
+        percent = whole_number(value)
+        if percent is None or not 1 <= percent <= 100:
+            messages.append(
+                f"{where}: {GPUMEM_PERCENTAGE} is {_show(value)}; give a whole percentage of the "
+                "card's memory from 1 to 100"
+            )
+    if GPUMEM in asked and GPUMEM_PERCENTAGE in asked:
+        messages.append(
+            f"{where}: gives both {GPUMEM} and {GPUMEM_PERCENTAGE}; HAMi then ignores the "
+            "percentage - give only one"
+        )
+    if known(GPUCORES):
+        value = asked[GPUCORES]
+        cores = whole_number(value)
+        if cores is None or not 1 <= cores <= 100:
+            messages.append(
+                f"{where}: {GPUCORES} is {_show(value)}; give a whole percentage of one card's "
+                "compute from 1 to 100"
+            )
+    if known(PRIORITY) and whole_number(asked[PRIORITY]) is None:
+        messages.append(f"{where}: {PRIORITY} is {_show(asked[PRIORITY])}; give a whole number")
+    if GPU in asked and not any(k in asked for k in (GPUMEM, GPUMEM_PERCENTAGE, GPUCORES)):
+        messages.append(
+            f"{where}: asks for {GPU} alone, i.e. whole cards; HAMi's webhook makes that an "
+            f"exclusive card (gpucores 100). Say what it needs: {GPUMEM}: <MiB> (or "
+            f"{GPUMEM_PERCENTAGE}) and {GPUCORES}: <1..100>"
+        )
+    return messages, True
+
+
+def _privileged(ref: ContainerRef) -> bool:
+    value = get(ref.container, "securityContext", "privileged")
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def check_workload(resource: Resource) -> list[str]:
+    """All hami-gpu-requests messages for one workload (empty: compliant or not a GPU one)."""
+    spec = pod_spec(resource)
+    if not isinstance(spec, dict):
+        return []
+    messages: list[str] = []
+    asks_gpu = False
+    for ref in containers(spec):
+        found, asks = check_container(ref)
+        messages.extend(found)
+        asks_gpu = asks_gpu or asks
+    if not asks_gpu:
+        return messages
+    for ref in containers(spec):
+        if _privileged(ref):
+            messages.append(
+                f"{ref.label}: is privileged; HAMi's webhook denies a GPU pod that has a "
+                "privileged container (and without the webhook it would see every card). Drop "
+                "securityContext.privileged, or move the privileged part out of the GPU pod"
+            )
+    node_name = get(spec, "nodeName")
+    if isinstance(node_name, str) and node_name:
+        messages.append(
+            f"pod spec pins nodeName {node_name!r}; HAMi's webhook denies GPU pods with a node "
+            "assigned (and without the webhook hami-scheduler is skipped, so no card is "
+            "allocated). Remove nodeName (use a nodeSelector or affinity instead)"
+        )
+    scheduler = get(spec, "schedulerName")
+    if isinstance(scheduler, str) and scheduler not in ("", HAMI_SCHEDULER):
+        messages.append(
+            f"pod spec sets schedulerName {scheduler!r}; HAMi's webhook then leaves the pod "
+            f"alone and it is not scheduled by {HAMI_SCHEDULER}, so no card is allocated. Remove "
+            f"schedulerName (HAMi's webhook sets it) or set {HAMI_SCHEDULER}"
+        )
+    return messages
