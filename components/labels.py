@@ -1,8 +1,8 @@
 """Labels and annotations the platform puts on what it creates.
 
 The policy pack (``policies/``) and the acceptance suite read the same names; they keep their own
-copies because the pack runs in its own virtualenv. a test keeps the
-copies equal (``tests/policies/test_policy_model.py``).
+copies because the pack runs in its own virtualenv; ``tests/policies/test_policy_model.py``
+keeps the copies equal.
 """
 
 from __future__ import annotations
