@@ -1,14 +1,83 @@
-"""GpuTenant: one team's hosted control plane, datastore binding, CNI, HAMi and quotas."""
+"""GpuTenant: one team's hosted control plane, datastore binding, CNI, HAMi and quotas.
+
+Layer by layer, for one tenant:
+
+1. **Management cluster** (management provider): a namespace named after the tenant with
+   ingress NetworkPolicies (see ``tenant_specs.network_policies``); in prod the tenant's
+   dedicated DataStore (a kamaji-etcd release, or a Secret + ``DataStore`` for an external
+   server).
+2. **Control plane**: lab — a Kamaji ``TenantControlPlane``; prod — a Cluster API ``Cluster``
+   whose control plane is a ``KamajiControlPlane`` and whose infrastructure is a
+   ``Metal3Cluster`` (or ``DockerCluster``). Both bind their DataStore, schema and user
+   explicitly, run Konnectivity, CoreDNS and kube-proxy, and are awaited through the
+   ``pulumi.com/waitFor`` annotation (pulumi-kubernetes >= 4.18) — everything that creates one
+   depends on ``management.ready``.
+3. **Kubeconfig**: read from the Secret Kamaji (lab) or the provider (prod) writes once the
+   control plane is ready, kept as a secret output, and turned into the tenant's own
+   ``kubernetes.Provider``. Its server is the control plane's LoadBalancer address (in the lab
+   a MetalLB address on the ``kind`` network, reachable from a Linux host only).
+4. **Inside the tenant** (tenant provider only): Calico through the tigera-operator chart, in
+   prod the NVIDIA GPU Operator, then HAMi (webhook excluding the system, CNI, HAMi and GPU
+   Operator namespaces; mock device plugin in the lab, the real one in prod), GPU
+   ResourceQuotas and the declared GPU workloads.
+
+Ordering caveat for worker pools: the Helm releases inside the tenant (``ready``) complete only
+once workers have joined — HAMi's certificate hook Job and the tigera-operator, HAMi scheduler
+and GPU Operator Deployments need a node. Pools must join their workers as soon as the
+kubeconfig exists (``control_plane_ready`` / ``provider``), never after ``ready``.
+
+No resource of one tenant depends on another tenant's: Pulumi builds tenants in parallel.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import PlatformConfig, Tenant
+from components.labels import HAMI_WEBHOOK_IGNORE_LABEL
 from components.management_cluster import ManagementCluster
+from components.tenant_specs import (
+    ADMIN_KUBECONFIG_KEY,
+    API_SERVER_PORT,
+    CAPI_KUBECONFIG_KEY,
+    admin_kubeconfig_secret,
+    capi_cluster,
+    capi_kubeconfig_secret,
+    data_store_name,
+    datastore_secret_data,
+    decode_kubeconfig,
+    dedicated_etcd_name,
+    external_datastore,
+    infrastructure_cluster,
+    kamaji_control_plane,
+    kubeconfig_server,
+    namespaces_to_create,
+    network_policies,
+    resource_quota,
+    tenant_control_plane,
+    tenant_labels,
+    workload_deployment,
+)
+from components.tenant_values import (
+    GPU_OPERATOR_NAMESPACE,
+    HAMI_NAMESPACE,
+    TIGERA_OPERATOR_NAMESPACE,
+    calico_values,
+    control_plane_timeout,
+    device_modes,
+    device_split_count,
+    gpu_operator_values,
+    hami_values,
+    kamaji_etcd_values,
+    release_timeout_seconds,
+    webhook_excluded_namespaces,
+)
+from components.versions import PINNED, HelmChart
 
 TYPE_TOKEN = "gpu-platform:index:GpuTenant"
 
@@ -18,11 +87,22 @@ class GpuTenantArgs:
     platform: PlatformConfig
     tenant: Tenant
     management: ManagementCluster
+    # The control plane's fixed LoadBalancer address (lab: from the MetalLB pool). None falls
+    # back to tenants[].controlPlane.address, then to whatever the load balancer assigns.
     address: pulumi.Input[str] | None = None
 
 
+def _meta_name(meta: Any, default: str) -> str:
+    """``metadata.name`` of a resource output (an ObjectMeta object or a plain dict)."""
+    name = getattr(meta, "name", None)
+    if name is None and isinstance(meta, dict):
+        name = meta.get("name")
+    return name if isinstance(name, str) and name else default
+
+
 class GpuTenant(pulumi.ComponentResource):
-    """SKELETON: replaced by the lab/prod implementation."""
+    """One tenant: hosted control plane (lab: TenantControlPlane; prod: Cluster API), its
+    kubeconfig and provider, Calico, HAMi, GPU quotas and declared workloads."""
 
     namespace: pulumi.Output[str]
     control_plane_name: pulumi.Output[str]
@@ -31,18 +111,368 @@ class GpuTenant(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     ready: list[pulumi.Resource]
+    # Additional interface: what must exist before workers can join (the control plane and
+    # the read of its kubeconfig), and where HAMi runs inside the tenant.
+    control_plane_ready: list[pulumi.Resource]
+    hami_namespace: str
 
     def __init__(
         self, name: str, args: GpuTenantArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(TYPE_TOKEN, name, None, opts)
-        self.namespace = pulumi.Output.from_input(name)
-        self.control_plane_name = pulumi.Output.from_input(name)
-        self.cluster_name = pulumi.Output.from_input(name)
-        self.endpoint = pulumi.Output.from_input("")
-        self.kubeconfig = pulumi.Output.secret("apiVersion: v1\nkind: Config\n")
-        self.provider = k8s.Provider(
-            f"{name}-provider", kubeconfig=self.kubeconfig, opts=pulumi.ResourceOptions(parent=self)
+        self._name = name
+        self._platform = args.platform
+        self._tenant = args.tenant
+        self._management = args.management
+        self._labels = tenant_labels(args.tenant.name)
+        self.hami_namespace = HAMI_NAMESPACE
+
+        address = args.address if args.address is not None else args.tenant.control_plane.address
+        self._address: pulumi.Output[str] | None = (
+            pulumi.Output.from_input(address) if address is not None else None
         )
-        self.ready = []
-        self.register_outputs({})
+
+        namespace, policies = self._management_namespace()
+        self.namespace = namespace.metadata.apply(lambda m: _meta_name(m, args.tenant.name))
+        if self._platform.mode == "lab":
+            control_plane, kubeconfig_read = self._lab_control_plane(namespace, policies)
+            self.cluster_name = pulumi.Output.from_input(args.tenant.name)
+        else:
+            control_plane, cluster, kubeconfig_read = self._prod_control_plane(namespace, policies)
+            self.cluster_name = cluster.urn.apply(lambda _: args.tenant.name)
+        # Tied to the registration (known in preview, unlike the ID).
+        self.control_plane_name = control_plane.urn.apply(lambda _: args.tenant.name)
+        self.control_plane_ready = [control_plane, kubeconfig_read]
+
+        self.provider = k8s.Provider(
+            f"{name}-provider",
+            kubeconfig=self.kubeconfig,
+            # Replace the provider (and everything in the tenant) only if the tenant changes,
+            # not when its kubeconfig's certificates rotate.
+            cluster_identifier=args.tenant.name,
+            # A lab torn down by hand (kind cluster deleted) must still be destroyable.
+            delete_unreachable=self._platform.mode == "lab",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.endpoint = (
+            pulumi.Output.concat("https://", self._address, f":{API_SERVER_PORT}")
+            if self._address is not None
+            else pulumi.Output.unsecret(self.kubeconfig.apply(kubeconfig_server))
+        )
+
+        self.ready = self._inside_tenant()
+        self._workloads()
+
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "controlPlaneName": self.control_plane_name,
+                "clusterName": self.cluster_name,
+                "endpoint": self.endpoint,
+                "kubeconfig": self.kubeconfig,
+            }
+        )
+
+    # ------------------------------------------------------------------------- options
+
+    def _on_management(self, **kwargs: Any) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, provider=self._management.provider, **kwargs)
+
+    def _in_tenant(self, **kwargs: Any) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, provider=self.provider, **kwargs)
+
+    def _release(
+        self,
+        resource_name: str,
+        release_name: str,
+        chart: HelmChart,
+        namespace: str,
+        values: dict[str, Any],
+        opts: pulumi.ResourceOptions,
+    ) -> k8s.helm.v3.Release:
+        return k8s.helm.v3.Release(
+            resource_name,
+            k8s.helm.v3.ReleaseArgs(
+                name=release_name,
+                chart=chart.chart,
+                version=chart.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+                namespace=namespace,
+                values=values,
+                skip_await=False,
+                timeout=release_timeout_seconds(self._platform.mode),
+            ),
+            opts=opts,
+        )
+
+    # ---------------------------------------------------------------- management cluster
+
+    def _management_namespace(
+        self,
+    ) -> tuple[k8s.core.v1.Namespace, list[k8s.networking.v1.NetworkPolicy]]:
+        tenant = self._tenant
+        namespace = k8s.core.v1.Namespace(
+            f"{self._name}-namespace",
+            metadata={"name": tenant.name, "labels": dict(self._labels)},
+            opts=self._on_management(),
+        )
+        blocked = [self._platform.kind.pod_subnet] if self._platform.mode == "lab" else []
+        policies = [
+            k8s.networking.v1.NetworkPolicy(
+                f"{self._name}-{manifest['metadata']['name']}",
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=self._on_management(depends_on=[namespace]),
+            )
+            for manifest in network_policies(tenant.name, tenant.name, blocked)
+        ]
+        return namespace, policies
+
+    def _custom_resource(
+        self, resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions
+    ) -> k8s.apiextensions.CustomResource:
+        return k8s.apiextensions.CustomResource(
+            resource_name,
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=opts,
+        )
+
+    def _control_plane_timeouts(self) -> pulumi.CustomTimeouts:
+        timeout = control_plane_timeout(self._platform.mode)
+        return pulumi.CustomTimeouts(create=timeout, update=timeout)
+
+    def _lab_control_plane(
+        self, namespace: k8s.core.v1.Namespace, policies: Sequence[pulumi.Resource]
+    ) -> tuple[k8s.apiextensions.CustomResource, k8s.core.v1.Secret]:
+        tenant = self._tenant
+        manifest = tenant_control_plane(
+            tenant,
+            namespace=tenant.name,
+            kubernetes_version=self._platform.kubernetes_version,
+            address=self._address,
+        )
+        tcp = self._custom_resource(
+            f"{self._name}-control-plane",
+            manifest,
+            self._on_management(
+                depends_on=[namespace, *policies, *self._management.ready],
+                custom_timeouts=self._control_plane_timeouts(),
+            ),
+        )
+        secret = self._read_kubeconfig(
+            f"{self._name}-admin-kubeconfig",
+            [tcp],
+            admin_kubeconfig_secret(tenant.name),
+            ADMIN_KUBECONFIG_KEY,
+        )
+        return tcp, secret
+
+    def _prod_control_plane(
+        self, namespace: k8s.core.v1.Namespace, policies: Sequence[pulumi.Resource]
+    ) -> tuple[
+        k8s.apiextensions.CustomResource, k8s.apiextensions.CustomResource, k8s.core.v1.Secret
+    ]:
+        tenant = self._tenant
+        provider = self._platform.existing.cluster_api.infrastructure.name
+        datastore = self._prod_datastore(namespace, policies)
+        infra = self._custom_resource(
+            f"{self._name}-infrastructure-cluster",
+            infrastructure_cluster(
+                provider,
+                name=tenant.name,
+                namespace=tenant.name,
+                labels=self._labels,
+                address=self._address,
+            ),
+            self._on_management(depends_on=[namespace, *self._management.ready]),
+        )
+        kcp = self._custom_resource(
+            f"{self._name}-control-plane",
+            kamaji_control_plane(
+                tenant,
+                namespace=tenant.name,
+                kubernetes_version=self._platform.kubernetes_version,
+                address=self._address,
+            ),
+            self._on_management(
+                depends_on=[namespace, *policies, *datastore, *self._management.ready],
+                custom_timeouts=self._control_plane_timeouts(),
+            ),
+        )
+        # Not after the KamajiControlPlane: it becomes ready only once this Cluster owns it.
+        cluster = self._custom_resource(
+            f"{self._name}-cluster",
+            capi_cluster(tenant, namespace=tenant.name, infrastructure_provider=provider),
+            self._on_management(depends_on=[namespace, infra, *self._management.ready]),
+        )
+        secret = self._read_kubeconfig(
+            f"{self._name}-capi-kubeconfig",
+            [kcp, cluster],
+            capi_kubeconfig_secret(tenant.name),
+            CAPI_KUBECONFIG_KEY,
+        )
+        return kcp, cluster, secret
+
+    def _prod_datastore(
+        self, namespace: k8s.core.v1.Namespace, policies: Sequence[pulumi.Resource]
+    ) -> list[pulumi.Resource]:
+        """The tenant's dedicated DataStore; a named (shared) one is declared elsewhere."""
+        tenant = self._tenant
+        dedicated = tenant.data_store.dedicated
+        if dedicated is None:
+            return []
+        if dedicated.deploys_kamaji_etcd:
+            release = self._release(
+                f"{self._name}-etcd",
+                dedicated_etcd_name(tenant.name),
+                PINNED.kamaji_etcd,
+                tenant.name,
+                kamaji_etcd_values(tenant.name, dedicated),
+                self._on_management(depends_on=[namespace, *policies, *self._management.ready]),
+            )
+            return [release]
+        config_key = dedicated.credentials_config_key
+        if config_key is None:  # enforced by DedicatedDataStore
+            raise ValueError(f"tenant {tenant.name}: external DataStore without credentials")
+        secret_name = f"{tenant.name}-datastore-credentials"
+        driver = dedicated.driver
+        credentials = pulumi.Config().require_secret(config_key)
+        secret = k8s.core.v1.Secret(
+            f"{self._name}-datastore-credentials",
+            metadata={"name": secret_name, "namespace": tenant.name, "labels": dict(self._labels)},
+            type="Opaque",
+            # Derived from a secret config value, so itself secret.
+            string_data=credentials.apply(
+                lambda raw: datastore_secret_data(driver, raw, config_key)
+            ),
+            opts=self._on_management(
+                depends_on=[namespace], additional_secret_outputs=["data", "stringData"]
+            ),
+        )
+        datastore = self._custom_resource(
+            f"{self._name}-datastore",
+            external_datastore(
+                data_store_name(tenant),
+                dedicated,
+                secret_name=secret_name,
+                secret_namespace=tenant.name,
+                labels=self._labels,
+            ),
+            self._on_management(depends_on=[secret, *self._management.ready]),
+        )
+        return [datastore]
+
+    def _read_kubeconfig(
+        self,
+        resource_name: str,
+        after: Sequence[pulumi.CustomResource],
+        secret_name: str,
+        key: str,
+    ) -> k8s.core.v1.Secret:
+        """Read the kubeconfig Secret once ``after`` is ready and set ``self.kubeconfig``.
+
+        The read's ID waits for the control plane's ID: on a first preview the control plane
+        does not exist, the ID is unknown and the engine skips the read (the kubeconfig stays
+        unknown) instead of failing on a Secret that is not there yet."""
+        namespace = self._tenant.name
+        secret_id = pulumi.Output.all(*[r.id for r in after]).apply(
+            lambda _: f"{namespace}/{secret_name}"
+        )
+        secret = k8s.core.v1.Secret.get(
+            resource_name,
+            secret_id,
+            opts=self._on_management(depends_on=list(after), additional_secret_outputs=["data"]),
+        )
+        self.kubeconfig = pulumi.Output.secret(
+            secret.data.apply(lambda data: decode_kubeconfig(data, key, secret_name))
+        )
+        return secret
+
+    # ------------------------------------------------------------------ inside the tenant
+
+    def _inside_tenant(self) -> list[pulumi.Resource]:
+        """Calico, (prod) the GPU Operator, HAMi and the GPU quotas; returns [Calico, HAMi]."""
+        platform, tenant = self._platform, self._tenant
+        system = [TIGERA_OPERATOR_NAMESPACE, HAMI_NAMESPACE]
+        if platform.mode == "prod":
+            system.append(GPU_OPERATOR_NAMESPACE)
+        # Belt and braces next to the webhook's whitelist: HAMi skips namespaces labelled so.
+        self._namespaces = {
+            ns: self._tenant_namespace(ns, {HAMI_WEBHOOK_IGNORE_LABEL: "ignore"}) for ns in system
+        }
+        for ns in namespaces_to_create(tenant, existing=system):
+            self._namespaces[ns] = self._tenant_namespace(ns, {})
+
+        calico = self._release(
+            f"{self._name}-calico",
+            "calico",
+            PINNED.tigera_operator,
+            TIGERA_OPERATOR_NAMESPACE,
+            calico_values(tenant.network.pod_cidr, self._address),
+            self._in_tenant(depends_on=[self._namespaces[TIGERA_OPERATOR_NAMESPACE]]),
+        )
+        hami_after: list[pulumi.Resource] = [self._namespaces[HAMI_NAMESPACE], calico]
+        if platform.mode == "prod":
+            hami_after.append(
+                self._release(
+                    f"{self._name}-gpu-operator",
+                    "gpu-operator",
+                    PINNED.gpu_operator,
+                    GPU_OPERATOR_NAMESPACE,
+                    gpu_operator_values(),
+                    self._in_tenant(depends_on=[self._namespaces[GPU_OPERATOR_NAMESPACE], calico]),
+                )
+            )
+        hami = self._release(
+            f"{self._name}-hami",
+            "hami",
+            PINNED.hami,
+            HAMI_NAMESPACE,
+            hami_values(
+                kubernetes_version=platform.kubernetes_version,
+                hami=platform.hami,
+                modes=device_modes(platform, tenant),
+                excluded_namespaces=webhook_excluded_namespaces(platform.mode),
+                split_count=device_split_count(p.slots_per_card for p in tenant.worker_pools),
+            ),
+            self._in_tenant(depends_on=hami_after),
+        )
+        for quota in tenant.gpu_quotas:
+            manifest = resource_quota(quota, tenant.name)
+            created = self._namespaces.get(quota.namespace)
+            k8s.core.v1.ResourceQuota(
+                f"{self._name}-quota-{quota.namespace}",
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=self._in_tenant(depends_on=[created] if created else []),
+            )
+        self._hami = hami
+        return [calico, hami]
+
+    def _tenant_namespace(self, namespace: str, extra_labels: dict[str, str]) -> pulumi.Resource:
+        return k8s.core.v1.Namespace(
+            f"{self._name}-ns-{namespace}",
+            metadata={"name": namespace, "labels": {**self._labels, **extra_labels}},
+            opts=self._in_tenant(),
+        )
+
+    def _workloads(self) -> None:
+        """Declared GPU workloads as Deployments, after HAMi (whose webhook routes them to its
+        scheduler). Not awaited: whether a workload gets its GPU share is the acceptance
+        suite's question, not a reason to fail the platform's deployment."""
+        for workload in self._tenant.workloads:
+            manifest = workload_deployment(workload, self._tenant.name)
+            metadata: Any = {
+                **manifest["metadata"],
+                "annotations": {"pulumi.com/skipAwait": "true"},
+            }
+            created = self._namespaces.get(workload.namespace)
+            k8s.apps.v1.Deployment(
+                f"{self._name}-workload-{workload.namespace}-{workload.name}",
+                metadata=metadata,
+                spec=manifest["spec"],
+                opts=self._in_tenant(depends_on=[self._hami, *([created] if created else [])]),
+            )

@@ -1,0 +1,549 @@
+"""Kubernetes objects of one tenant, as plain dicts built by pure functions.
+
+Management-cluster side: the tenant namespace's NetworkPolicies, the hosted control plane
+(a Kamaji ``TenantControlPlane`` in the lab; a Cluster API ``Cluster`` + ``KamajiControlPlane`` +
+infrastructure cluster in prod) and an external ``DataStore``. Tenant side: GPU
+``ResourceQuota``s and the declared GPU workloads. ``components.gpu_tenant`` only wires these to
+Pulumi resources; the unit and contract tests validate them against the pinned CRDs.
+
+Facts these builders rely on (read from upstream at the pinned versions, see platform.md §3):
+
+* TCP (``kamaji.clastix.io/v1alpha1``): ``networkProfile.podCidrs``/``serviceCidrs`` (the
+  singular fields are deprecated); Kamaji does not set ``loadBalancerIP`` from
+  ``networkProfile.address``, so the MetalLB annotation on the Service pins the IP; the Service
+  selects pods by ``kamaji.clastix.io/name: <tcp>``; ready when
+  ``status.kubernetesResources.version.status == Ready``; admin kubeconfig in Secret
+  ``<tcp>-admin-kubeconfig`` key ``admin.conf``.
+* KamajiControlPlane (``controlplane.cluster.x-k8s.io/v1alpha2``, provider v0.20+): copied into a
+  TCP of the same name; pod/service CIDRs come from the owning ``Cluster``'s ``clusterNetwork``;
+  ``status.ready`` turns true only after the Secret ``<cluster>-kubeconfig`` (key ``value``) is
+  written. The provider does not patch a ``Metal3Cluster``: it checks that its
+  ``controlPlaneEndpoint`` equals the control plane's address, and CAPM3's webhook rejects a
+  Metal3Cluster without ``controlPlaneEndpoint.host``.
+* ``Cluster`` (``cluster.x-k8s.io/v1beta2``) references take ``apiGroup``/``kind``/``name``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import yaml
+
+from components.config import (
+    SYSTEM_NAMESPACES,
+    ControlPlaneResources,
+    DedicatedDataStore,
+    GpuQuota,
+    GpuRequest,
+    Tenant,
+    Workload,
+)
+from components.labels import TENANT_LABEL
+
+if TYPE_CHECKING:
+    import pulumi
+
+# A fixed control-plane address: plain text, or a Pulumi output resolved at deploy time (the
+# lab's MetalLB address). None lets the load balancer pick one.
+Address: TypeAlias = "str | pulumi.Output[str] | None"
+
+KAMAJI_API_VERSION = "kamaji.clastix.io/v1alpha1"
+KAMAJI_NAMESPACE = "kamaji-system"
+KCP_API_GROUP = "controlplane.cluster.x-k8s.io"
+KCP_API_VERSION = f"{KCP_API_GROUP}/v1alpha2"
+CAPI_API_VERSION = "cluster.x-k8s.io/v1beta2"
+INFRASTRUCTURE_API_GROUP = "infrastructure.cluster.x-k8s.io"
+INFRASTRUCTURE_API_VERSION = f"{INFRASTRUCTURE_API_GROUP}/v1beta2"
+INFRASTRUCTURE_KINDS = {"metal3": "Metal3Cluster", "docker": "DockerCluster"}
+
+API_SERVER_PORT = 6443
+KONNECTIVITY_PORT = 8132
+METALLB_IPS_ANNOTATION = "metallb.io/loadBalancerIPs"
+TCP_POD_LABEL = "kamaji.clastix.io/name"
+
+# pulumi-kubernetes >= 4.18 awaits a custom resource until this JSONPath matches.
+WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
+TCP_READY_CONDITION = "jsonpath={.status.kubernetesResources.version.status}=Ready"
+KCP_READY_CONDITION = "jsonpath={.status.ready}=true"
+
+ADMIN_KUBECONFIG_KEY = "admin.conf"
+CAPI_KUBECONFIG_KEY = "value"
+
+# kindest/node (and kubeadm nodes generally) run the kubelet with the systemd cgroup driver.
+KUBELET_CGROUP_PATCH = {"op": "replace", "path": "/cgroupDriver", "value": "systemd"}
+
+# Keys of a Secret holding an external DataStore's credentials, per driver. The credentials config
+# value is a JSON object with exactly these keys (PEM text or plain strings).
+DATASTORE_SECRET_KEYS: dict[str, tuple[str, ...]] = {
+    # Kamaji signs a client certificate per tenant: it needs the CA key, and its own client pair.
+    "etcd": ("ca.crt", "ca.key", "tls.crt", "tls.key"),
+    # An admin user that creates one database and one user per tenant, over TLS.
+    "PostgreSQL": ("ca.crt", "username", "password"),
+    "MySQL": ("ca.crt", "username", "password"),
+    "NATS": ("ca.crt", "username", "password"),
+}
+
+
+def tenant_labels(tenant_name: str) -> dict[str, str]:
+    """Labels every object created in or for a tenant carries."""
+    return {TENANT_LABEL: tenant_name}
+
+
+def admin_kubeconfig_secret(control_plane_name: str) -> str:
+    """Kamaji's admin kubeconfig Secret of a TenantControlPlane."""
+    return f"{control_plane_name}-admin-kubeconfig"
+
+
+def capi_kubeconfig_secret(cluster_name: str) -> str:
+    """The Cluster API kubeconfig Secret the Kamaji control-plane provider writes."""
+    return f"{cluster_name}-kubeconfig"
+
+
+def data_store_name(tenant: Tenant) -> str:
+    """The DataStore a tenant's control plane binds to: a named (shared) one, the tenant's
+    kamaji-etcd release, or the tenant's external DataStore."""
+    binding = tenant.data_store
+    if binding.name is not None:
+        return binding.name
+    assert binding.dedicated is not None  # enforced by DataStoreBinding
+    if binding.dedicated.deploys_kamaji_etcd:
+        return dedicated_etcd_name(tenant.name)
+    return f"{tenant.name}-datastore"
+
+
+def dedicated_etcd_name(tenant_name: str) -> str:
+    """Name of a tenant's dedicated kamaji-etcd: Helm release, workloads and DataStore."""
+    return f"{tenant_name}-etcd"
+
+
+def _resources(spec: Any) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    if spec.requests:
+        out["requests"] = dict(spec.requests)
+    if spec.limits:
+        out["limits"] = dict(spec.limits)
+    return out
+
+
+def control_plane_resources(resources: ControlPlaneResources) -> dict[str, dict[str, Any]]:
+    """Per-component requests/limits keyed like the TCP's ``deployment.resources``."""
+    return {
+        "apiServer": _resources(resources.api_server),
+        "controllerManager": _resources(resources.controller_manager),
+        "scheduler": _resources(resources.scheduler),
+    }
+
+
+def addons() -> dict[str, Any]:
+    """CoreDNS, kube-proxy and Konnectivity (the tenant API server reaches webhooks,
+    aggregated APIs, logs and exec on the workers only through Konnectivity)."""
+    return {
+        "coreDNS": {},
+        "kubeProxy": {},
+        "konnectivity": {
+            "server": {"port": KONNECTIVITY_PORT},
+            "agent": {"mode": "DaemonSet"},
+        },
+    }
+
+
+def _kubernetes(tenant: Tenant, version: str) -> dict[str, Any]:
+    kubernetes: dict[str, Any] = {
+        "version": version,
+        "kubelet": {"configurationJSONPatches": [dict(KUBELET_CGROUP_PATCH)]},
+    }
+    if tenant.control_plane.admission_controllers is not None:
+        kubernetes["admissionControllers"] = list(tenant.control_plane.admission_controllers)
+    return kubernetes
+
+
+def _service_annotations(address: Address) -> dict[str, Any]:
+    return {METALLB_IPS_ANNOTATION: address} if address is not None else {}
+
+
+def tenant_control_plane(
+    tenant: Tenant, *, namespace: str, kubernetes_version: str, address: Address
+) -> dict[str, Any]:
+    """The lab's TenantControlPlane: one per tenant, in the tenant's namespace, named after it."""
+    service: dict[str, Any] = {"serviceType": tenant.control_plane.service_type}
+    network: dict[str, Any] = {
+        "port": API_SERVER_PORT,
+        "podCidrs": [tenant.network.pod_cidr],
+        "serviceCidrs": [tenant.network.service_cidr],
+    }
+    if address is not None:
+        network["address"] = address
+        service["additionalMetadata"] = {"annotations": _service_annotations(address)}
+    return {
+        "apiVersion": KAMAJI_API_VERSION,
+        "kind": "TenantControlPlane",
+        "metadata": {
+            "name": tenant.name,
+            "namespace": namespace,
+            "labels": tenant_labels(tenant.name),
+            "annotations": {WAIT_FOR_ANNOTATION: TCP_READY_CONDITION},
+        },
+        "spec": {
+            "dataStore": data_store_name(tenant),
+            "dataStoreSchema": tenant.data_store.schema_name,
+            "dataStoreUsername": tenant.data_store.username,
+            "controlPlane": {
+                "deployment": {
+                    "replicas": tenant.control_plane.replicas,
+                    "resources": control_plane_resources(tenant.control_plane.resources),
+                },
+                "service": service,
+            },
+            "kubernetes": _kubernetes(tenant, kubernetes_version),
+            "networkProfile": network,
+            "addons": addons(),
+        },
+    }
+
+
+def kamaji_control_plane(
+    tenant: Tenant, *, namespace: str, kubernetes_version: str, address: Address
+) -> dict[str, Any]:
+    """Prod: the KamajiControlPlane the Cluster references; the provider turns it into a TCP of
+    the same name. Awaited until ``status.ready``, i.e. until the kubeconfig Secret exists."""
+    kubernetes = _kubernetes(tenant, kubernetes_version)
+    resources = control_plane_resources(tenant.control_plane.resources)
+    network: dict[str, Any] = {"serviceType": tenant.control_plane.service_type}
+    if address is not None:
+        network["serviceAddress"] = address
+        network["serviceAnnotations"] = _service_annotations(address)
+    spec: dict[str, Any] = {
+        "version": kubernetes["version"],
+        "replicas": tenant.control_plane.replicas,
+        "dataStoreName": data_store_name(tenant),
+        "dataStoreSchema": tenant.data_store.schema_name,
+        "dataStoreUsername": tenant.data_store.username,
+        "addons": addons(),
+        "kubelet": kubernetes["kubelet"],
+        "network": network,
+        "apiServer": {"resources": resources["apiServer"]},
+        "controllerManager": {"resources": resources["controllerManager"]},
+        "scheduler": {"resources": resources["scheduler"]},
+    }
+    if "admissionControllers" in kubernetes:
+        spec["admissionControllers"] = kubernetes["admissionControllers"]
+    return {
+        "apiVersion": KCP_API_VERSION,
+        "kind": "KamajiControlPlane",
+        "metadata": {
+            "name": tenant.name,
+            "namespace": namespace,
+            "labels": tenant_labels(tenant.name),
+            "annotations": {WAIT_FOR_ANNOTATION: KCP_READY_CONDITION},
+        },
+        "spec": spec,
+    }
+
+
+def infrastructure_cluster(
+    provider: str, *, name: str, namespace: str, labels: Mapping[str, str], address: Address
+) -> dict[str, Any]:
+    """The Cluster's infrastructure object. Metal3: the endpoint must be the control plane's
+    fixed address (CAPM3 requires it, the Kamaji provider only checks it) and without a cloud
+    provider CAPM3 sets node providerIDs itself."""
+    kind = INFRASTRUCTURE_KINDS.get(provider)
+    if kind is None:
+        raise ValueError(f"unknown infrastructure provider {provider!r}: use metal3 or docker")
+    spec: dict[str, Any] = {}
+    if address is not None:
+        spec["controlPlaneEndpoint"] = {"host": address, "port": API_SERVER_PORT}
+    if provider == "metal3":
+        spec["cloudProviderEnabled"] = False
+    return {
+        "apiVersion": INFRASTRUCTURE_API_VERSION,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": spec,
+    }
+
+
+def capi_cluster(tenant: Tenant, *, namespace: str, infrastructure_provider: str) -> dict[str, Any]:
+    """The Cluster API Cluster: network from the tenant config, the KamajiControlPlane and the
+    infrastructure cluster (both named after the tenant) as v1beta2 references."""
+    kind = INFRASTRUCTURE_KINDS.get(infrastructure_provider)
+    if kind is None:
+        raise ValueError(
+            f"unknown infrastructure provider {infrastructure_provider!r}: use metal3 or docker"
+        )
+    return {
+        "apiVersion": CAPI_API_VERSION,
+        "kind": "Cluster",
+        "metadata": {
+            "name": tenant.name,
+            "namespace": namespace,
+            "labels": tenant_labels(tenant.name),
+        },
+        "spec": {
+            "clusterNetwork": {
+                "apiServerPort": API_SERVER_PORT,
+                "pods": {"cidrBlocks": [tenant.network.pod_cidr]},
+                "services": {"cidrBlocks": [tenant.network.service_cidr]},
+            },
+            "controlPlaneRef": {
+                "apiGroup": KCP_API_GROUP,
+                "kind": "KamajiControlPlane",
+                "name": tenant.name,
+            },
+            "infrastructureRef": {
+                "apiGroup": INFRASTRUCTURE_API_GROUP,
+                "kind": kind,
+                "name": tenant.name,
+            },
+        },
+    }
+
+
+# ------------------------------------------------------------------------------- DataStores
+
+
+def _secret_ref(secret_name: str, secret_namespace: str, key: str) -> dict[str, Any]:
+    return {"secretReference": {"name": secret_name, "namespace": secret_namespace, "keyPath": key}}
+
+
+def external_datastore(
+    name: str,
+    dedicated: DedicatedDataStore,
+    *,
+    secret_name: str,
+    secret_namespace: str,
+    labels: Mapping[str, str],
+) -> dict[str, Any]:
+    """A cluster-scoped DataStore for an external server, its credentials in one Secret with the
+    keys of ``DATASTORE_SECRET_KEYS[driver]``."""
+    if not dedicated.endpoints:
+        raise ValueError("an external DataStore needs endpoints")
+
+    def ref(key: str) -> dict[str, Any]:
+        return _secret_ref(secret_name, secret_namespace, key)
+
+    spec: dict[str, Any] = {"driver": dedicated.driver, "endpoints": list(dedicated.endpoints)}
+    if dedicated.driver == "etcd":
+        spec["tlsConfig"] = {
+            "certificateAuthority": {"certificate": ref("ca.crt"), "privateKey": ref("ca.key")},
+            "clientCertificate": {"certificate": ref("tls.crt"), "privateKey": ref("tls.key")},
+        }
+    else:
+        spec["tlsConfig"] = {"certificateAuthority": {"certificate": ref("ca.crt")}}
+        spec["basicAuth"] = {"username": ref("username"), "password": ref("password")}
+    return {
+        "apiVersion": KAMAJI_API_VERSION,
+        "kind": "DataStore",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": spec,
+    }
+
+
+def datastore_secret_data(driver: str, raw: str, config_key: str) -> dict[str, str]:
+    """The Secret ``stringData`` from the credentials config value: a JSON object with the
+    driver's keys. Errors name the config key and the expected keys, never the value."""
+    expected = DATASTORE_SECRET_KEYS[driver]
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise ValueError(
+            f"config {config_key}: expected a JSON object with keys {', '.join(expected)} "
+            f"for a {driver} DataStore"
+        )
+    missing = [key for key in expected if not isinstance(parsed.get(key), str) or not parsed[key]]
+    if missing:
+        raise ValueError(
+            f"config {config_key}: the {driver} DataStore credentials lack {', '.join(missing)}"
+        )
+    return {key: parsed[key] for key in expected}
+
+
+# -------------------------------------------------------------------------- NetworkPolicies
+
+
+def network_policies(
+    tenant_name: str, namespace: str, blocked_sources: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Ingress isolation of a tenant namespace in the management cluster.
+
+    * deny all ingress by default;
+    * allow pods of the same namespace (control plane replicas, a dedicated etcd, its jobs);
+    * allow the ``kamaji-system`` namespace (Kamaji's controller drives the control plane and
+      sets up the datastore);
+    * allow the API server (6443) and Konnectivity (8132) of this tenant's control plane pods
+      from any address *except* ``blocked_sources``.
+
+    Workers reach the control plane through its LoadBalancer address from outside the
+    management cluster's pod network: in the lab from the ``kind`` docker network, whose subnet
+    is known only at deploy time, in prod from the machine network. So the worker-facing rule
+    allows ``0.0.0.0/0`` and excludes the management cluster's pod CIDR (``blocked_sources``,
+    known in the lab): pods of other tenants' namespaces — other control planes, other
+    datastores — are then refused on every port, including these two. Where the pod CIDR is
+    not known (an existing prod cluster), the two ports stay open cluster-wide; they are the
+    ones exposed to the workers anyway and are protected by the API server's authentication.
+    """
+    labels = tenant_labels(tenant_name)
+    all_pods: dict[str, Any] = {}
+    ip_block: dict[str, Any] = {"cidr": "0.0.0.0/0"}
+    if blocked_sources:
+        ip_block["except"] = list(blocked_sources)
+
+    def policy(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+            "spec": spec,
+        }
+
+    return [
+        policy("default-deny-ingress", {"podSelector": all_pods, "policyTypes": ["Ingress"]}),
+        policy(
+            "allow-same-namespace",
+            {
+                "podSelector": all_pods,
+                "policyTypes": ["Ingress"],
+                "ingress": [{"from": [{"podSelector": {}}]}],
+            },
+        ),
+        policy(
+            "allow-kamaji-system",
+            {
+                "podSelector": all_pods,
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {
+                        "from": [
+                            {
+                                "namespaceSelector": {
+                                    "matchLabels": {"kubernetes.io/metadata.name": KAMAJI_NAMESPACE}
+                                }
+                            }
+                        ]
+                    }
+                ],
+            },
+        ),
+        policy(
+            "allow-control-plane-ports",
+            {
+                "podSelector": {"matchLabels": {TCP_POD_LABEL: tenant_name}},
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {
+                        "from": [{"ipBlock": ip_block}],
+                        "ports": [
+                            {"protocol": "TCP", "port": API_SERVER_PORT},
+                            {"protocol": "TCP", "port": KONNECTIVITY_PORT},
+                        ],
+                    }
+                ],
+            },
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- inside a tenant
+
+
+def gpu_limits(request: GpuRequest) -> dict[str, str]:
+    """A container's HAMi resources: whole cards as an integer, memory as plain MiB (a unit
+    suffix makes HAMi ignore the request) or a percentage, compute as % of one card."""
+    limits = {"nvidia.com/gpu": str(request.cards)}
+    if request.memory_mib is not None:
+        limits["nvidia.com/gpumem"] = str(request.memory_mib)
+    else:
+        limits["nvidia.com/gpumem-percentage"] = str(request.memory_percentage)
+    limits["nvidia.com/gpucores"] = str(request.cores)
+    return limits
+
+
+def resource_quota(quota: GpuQuota, tenant_name: str) -> dict[str, Any]:
+    """A namespace's GPU quota: HAMi enforces the ``limits.nvidia.com/gpumem``/``gpucores`` keys
+    itself, ``requests.nvidia.com/gpu`` is Kubernetes' own extended-resource quota."""
+    return {
+        "metadata": {
+            "name": "gpu-quota",
+            "namespace": quota.namespace,
+            "labels": tenant_labels(tenant_name),
+        },
+        "spec": {
+            "hard": {
+                "limits.nvidia.com/gpumem": str(quota.gpu_memory_mib),
+                "limits.nvidia.com/gpucores": str(quota.gpu_cores),
+                "requests.nvidia.com/gpu": str(quota.gpus),
+            }
+        },
+    }
+
+
+def namespaces_to_create(tenant: Tenant, existing: Sequence[str] = ()) -> list[str]:
+    """Namespaces the tenant's quotas and workloads need that a cluster does not start with
+    (``default`` and the system ones) and that are not created otherwise (``existing``)."""
+    skip = {"default", *SYSTEM_NAMESPACES, *existing}
+    wanted = [quota.namespace for quota in tenant.gpu_quotas] + [
+        workload.namespace for workload in tenant.workloads
+    ]
+    return sorted({ns for ns in wanted if ns not in skip})
+
+
+def workload_deployment(workload: Workload, tenant_name: str) -> dict[str, Any]:
+    """A declared GPU workload as a Deployment whose containers ask HAMi for their share."""
+    selector = {"app.kubernetes.io/name": workload.name, **tenant_labels(tenant_name)}
+    return {
+        "metadata": {
+            "name": workload.name,
+            "namespace": workload.namespace,
+            "labels": dict(selector),
+        },
+        "spec": {
+            "replicas": workload.replicas,
+            "selector": {"matchLabels": dict(selector)},
+            "template": {
+                "metadata": {"labels": dict(selector)},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": workload.name,
+                            "image": workload.image,
+                            "command": list(workload.command),
+                            "resources": {"limits": gpu_limits(workload.gpu)},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+# ------------------------------------------------------------------------------ kubeconfig
+
+
+def decode_kubeconfig(data: Mapping[str, str] | None, key: str, secret_name: str) -> str:
+    """The kubeconfig text from a Secret's base64 ``data``."""
+    if not data or key not in data:
+        raise ValueError(f"Secret {secret_name} has no key {key!r}: is the control plane ready?")
+    try:
+        return base64.b64decode(data[key], validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise ValueError(f"Secret {secret_name} key {key!r} is not base64 text") from exc
+
+
+def kubeconfig_server(kubeconfig: str) -> str:
+    """The API server URL of the kubeconfig's current context (or its only cluster)."""
+    config = yaml.safe_load(kubeconfig)
+    if not isinstance(config, dict):
+        raise ValueError("not a kubeconfig")
+    clusters = {c.get("name"): c.get("cluster", {}) for c in config.get("clusters") or []}
+    contexts = {c.get("name"): c.get("context", {}) for c in config.get("contexts") or []}
+    current = contexts.get(config.get("current-context"), {})
+    cluster = clusters.get(current.get("cluster"))
+    if cluster is None and len(clusters) == 1:
+        cluster = next(iter(clusters.values()))
+    server = (cluster or {}).get("server")
+    if not isinstance(server, str) or not server:
+        raise ValueError("the kubeconfig names no API server")
+    return server

@@ -1,0 +1,232 @@
+"""Helm values for what runs inside (and beside) each tenant, as pure functions.
+
+Every key below exists in the pinned chart's default ``values.yaml`` (see ``../shared/upstream``
+and the contract tests), except ``installation.calicoNetwork`` of tigera-operator, which the
+chart documents commented out and passes through verbatim as the ``Installation`` spec
+(``templates/crs/custom-resources.yaml``: ``omit .Values.installation "enabled"``).
+
+Decisions made here (platform.md §3, pitfalls 2, 3, 5):
+
+* **Version pairing** — HAMi's bundled kube-scheduler runs ``registry.k8s.io/kube-scheduler`` at
+  exactly the tenant's Kubernetes version (the chart's default registry is a mirror and its tag
+  is empty).
+* **Webhook exclusions** — HAMi's mutating webhook never sees the namespaces that the webhook
+  path itself needs (kube-system with the Konnectivity agent, the CNI's, HAMi's own, the GPU
+  Operator's), so ``failurePolicy: Fail`` cannot deadlock the tenant.
+* **Node-lock timeout** — HAMi 2.10.0 reads the lock expiry from the scheduler's
+  ``--node-lock-timeout`` flag (default 5m; it overrides the ``HAMI_NODELOCK_EXPIRE`` env that the
+  chart's ``scheduler.nodeLockExpire`` sets, so that key has no effect).
+* **Device plugin** — the lab runs HAMi's mock device plugin and not the real one (kindest/node
+  has no NVML); prod runs the real one under the GPU Operator's ``nvidia`` runtime class and lets
+  the GPU Operator provide driver and toolkit (its own device plugin off).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from components.config import (
+    SYSTEM_NAMESPACES,
+    DedicatedDataStore,
+    HamiSettings,
+    PlatformConfig,
+    Tenant,
+)
+from components.tenant_specs import Address, dedicated_etcd_name
+from components.versions import PINNED
+
+# Namespaces of what the platform installs inside a tenant.
+TIGERA_OPERATOR_NAMESPACE = "tigera-operator"
+# Namespaces the tigera operator creates for Calico itself (calico-node/typha/kube-controllers,
+# goldmane and whisker live in calico-system; the Calico API server in calico-apiserver).
+CALICO_NAMESPACES = ("calico-system", "calico-apiserver")
+HAMI_NAMESPACE = "hami-system"
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+
+# The runtime class the GPU Operator creates and HAMi's device plugin runs under (prod).
+NVIDIA_RUNTIME_CLASS = "nvidia"
+
+# HAMi chart defaults for the extender's arguments (values.yaml 2.10.0); overriding the list
+# replaces it, so they are repeated here.
+HAMI_EXTENDER_DEFAULT_ARGS = ("--debug", "-v=4")
+KUBE_SCHEDULER_REGISTRY = "registry.k8s.io"
+KUBE_SCHEDULER_REPOSITORY = "kube-scheduler"
+
+# A Go time.Duration as ``time.ParseDuration`` accepts it (what HAMi's flag parser uses).
+_GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+
+# How long Helm waits for a tenant release. Tenant releases need worker nodes (HAMi's
+# certificate hook Job, the tigera-operator and HAMi scheduler Deployments), and workers join
+# in parallel with them: a kindest/node container in the lab, a bare-metal machine in prod.
+_RELEASE_TIMEOUT_SECONDS = {"lab": 20 * 60, "prod": 90 * 60}
+# How long Pulumi waits for a hosted control plane to report Ready.
+_CONTROL_PLANE_TIMEOUT = {"lab": "30m", "prod": "60m"}
+
+
+def release_timeout_seconds(mode: str) -> int:
+    """Helm ``--timeout`` for releases inside a tenant (and its dedicated datastore)."""
+    return _RELEASE_TIMEOUT_SECONDS[mode]
+
+
+def control_plane_timeout(mode: str) -> str:
+    """Pulumi create/update timeout for the TenantControlPlane (lab) or KamajiControlPlane."""
+    return _CONTROL_PLANE_TIMEOUT[mode]
+
+
+# ------------------------------------------------------------------------------------- HAMi
+
+
+def webhook_excluded_namespaces(mode: str) -> list[str]:
+    """Namespaces HAMi's webhook must never gate: the system ones, the CNI's, HAMi's own and, in
+    prod, the GPU Operator's. With ``failurePolicy: Fail`` a pod in any of them would otherwise
+    wait for HAMi, and HAMi's own pods (and the Konnectivity agent the webhook call travels
+    through) could never start."""
+    namespaces = [
+        *SYSTEM_NAMESPACES,
+        TIGERA_OPERATOR_NAMESPACE,
+        *CALICO_NAMESPACES,
+        HAMI_NAMESPACE,
+    ]
+    if mode == "prod":
+        namespaces.append(GPU_OPERATOR_NAMESPACE)
+    return namespaces
+
+
+def kube_scheduler_image(kubernetes_version: str) -> dict[str, str]:
+    """HAMi's kube-scheduler image at the tenant's version (pitfall 5)."""
+    if not re.match(r"^v1\.\d+\.\d+$", kubernetes_version):
+        raise ValueError(f"{kubernetes_version!r} is not a Kubernetes version like v1.35.0")
+    return {
+        "registry": KUBE_SCHEDULER_REGISTRY,
+        "repository": KUBE_SCHEDULER_REPOSITORY,
+        "tag": kubernetes_version,
+    }
+
+
+def extender_args(node_lock_timeout: str) -> list[str]:
+    """The scheduler extender's arguments: the chart's defaults plus the node-lock timeout."""
+    if not _GO_DURATION.match(node_lock_timeout):
+        raise ValueError(
+            f"hami.nodeLockTimeout {node_lock_timeout!r} is not a duration like 30s, 2m or 1m30s"
+        )
+    return [*HAMI_EXTENDER_DEFAULT_ARGS, f"--node-lock-timeout={node_lock_timeout}"]
+
+
+def device_split_count(slots_per_card: Iterable[int]) -> int | None:
+    """HAMi's chart-wide ``deviceSplitCount`` when every pool of the tenant agrees, else None
+    (the chart keeps its default; nodes carry their own count in their registration)."""
+    values = set(slots_per_card)
+    return values.pop() if len(values) == 1 else None
+
+
+def device_modes(platform: PlatformConfig, tenant: Tenant) -> set[str]:
+    """``mock`` and/or ``nvidia``: what the tenant's pools need from HAMi's device plugins. A
+    tenant without pools gets the mode's default."""
+    modes: set[str] = {platform.tenant_device_mode(pool) for pool in tenant.worker_pools}
+    return modes or {"mock" if platform.mode == "lab" else "nvidia"}
+
+
+def hami_values(
+    *,
+    kubernetes_version: str,
+    hami: HamiSettings,
+    modes: set[str],
+    excluded_namespaces: Sequence[str],
+    split_count: int | None = None,
+) -> dict[str, Any]:
+    """Values for the HAMi chart inside one tenant."""
+    unknown = modes - {"mock", "nvidia"}
+    if unknown or not modes:
+        raise ValueError(f"device modes must be mock and/or nvidia, got {sorted(modes)}")
+    real = "nvidia" in modes
+    device_plugin: dict[str, Any] = {"enabled": real}
+    if real:
+        device_plugin["runtimeClassName"] = NVIDIA_RUNTIME_CLASS
+        # Wait for the GPU Operator's toolkit validation before registering devices.
+        device_plugin["gpuOperatorToolkitReady"] = {"enabled": True}
+    if split_count is not None:
+        device_plugin["deviceSplitCount"] = split_count
+    values: dict[str, Any] = {
+        "scheduler": {
+            "kubeScheduler": {"image": kube_scheduler_image(kubernetes_version)},
+            "extender": {"extraArgs": extender_args(hami.node_lock_timeout)},
+            "defaultSchedulerPolicy": {
+                "nodeSchedulerPolicy": hami.node_scheduler_policy,
+                "gpuSchedulerPolicy": hami.gpu_scheduler_policy,
+            },
+            "admissionWebhook": {
+                "failurePolicy": hami.webhook_failure_policy,
+                "whitelistNamespaces": list(excluded_namespaces),
+            },
+        },
+        "devicePlugin": device_plugin,
+    }
+    if "mock" in modes:
+        values["mockDevicePlugin"] = {
+            "enabled": True,
+            "image": {"tag": PINNED.hami_mock_device_plugin_tag},
+        }
+    return values
+
+
+# ----------------------------------------------------------------------------------- Calico
+
+
+def calico_values(pod_cidr: str, api_server_host: Address = None) -> dict[str, Any]:
+    """Values for the tigera-operator chart: one IPv4 pool equal to the tenant's pod CIDR (it must
+    match the control plane's ``podCidrs``), VXLAN so it works on any L2/L3 between workers.
+    Calico's API server, Goldmane and Whisker are left out: the tenant does not need them and an
+    unavailable aggregated API breaks discovery. With a known API address, calico-node talks to
+    it directly instead of through the ``kubernetes`` Service."""
+    values: dict[str, Any] = {
+        "installation": {
+            "calicoNetwork": {
+                "ipPools": [
+                    {
+                        "cidr": pod_cidr,
+                        "encapsulation": "VXLAN",
+                        "natOutgoing": "Enabled",
+                        "nodeSelector": "all()",
+                    }
+                ]
+            }
+        },
+        "apiServer": {"enabled": False},
+        "goldmane": {"enabled": False},
+        "whisker": {"enabled": False},
+    }
+    if api_server_host is not None:
+        values["kubernetesServiceEndpoint"] = {"host": api_server_host, "port": "6443"}
+    return values
+
+
+# ------------------------------------------------------------------------------ GPU Operator
+
+
+def gpu_operator_values() -> dict[str, Any]:
+    """Values for the NVIDIA GPU Operator (prod): driver and container toolkit from the operator,
+    its device plugin off (HAMi's takes its place), runtime class named as HAMi expects."""
+    return {
+        "operator": {"runtimeClass": NVIDIA_RUNTIME_CLASS},
+        "driver": {"enabled": True},
+        "toolkit": {"enabled": True},
+        "devicePlugin": {"enabled": False},
+    }
+
+
+# ------------------------------------------------------------------------------ kamaji-etcd
+
+
+def kamaji_etcd_values(tenant_name: str, dedicated: DedicatedDataStore) -> dict[str, Any]:
+    """Values for a kamaji-etcd release that serves one tenant only (prod)."""
+    if not dedicated.deploys_kamaji_etcd:
+        raise ValueError("only a dedicated etcd without endpoints is deployed with kamaji-etcd")
+    name = dedicated_etcd_name(tenant_name)
+    return {
+        "fullnameOverride": name,
+        "replicas": dedicated.replicas,
+        "persistentVolumeClaim": {"size": dedicated.storage_size},
+        "datastore": {"enabled": True, "name": name},
+    }

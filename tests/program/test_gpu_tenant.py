@@ -1,0 +1,419 @@
+"""GpuTenant under mocks, lab and prod: every tenant's resources exist, each in-tenant resource
+uses its own tenant's provider, tenants never depend on each other, kubeconfigs stay secret and
+unknown in preview, and the ordering that keeps the control plane and HAMi healthy."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.support.harness import UNKNOWN, Recording, Registration, evaluate, load_stack_config
+
+TENANT = "gpu-platform:index:GpuTenant"
+POOL = "gpu-platform:index:GpuWorkerPool"
+PROVIDER = "pulumi:providers:kubernetes"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+KCP = "kubernetes:controlplane.cluster.x-k8s.io/v1alpha2:KamajiControlPlane"
+CLUSTER = "kubernetes:cluster.x-k8s.io/v1beta2:Cluster"
+METAL3_CLUSTER = "kubernetes:infrastructure.cluster.x-k8s.io/v1beta2:Metal3Cluster"
+DATASTORE = "kubernetes:kamaji.clastix.io/v1alpha1:DataStore"
+SECRET = "kubernetes:core/v1:Secret"
+CREDENTIALS_KEY = "gpu-platform:speechDatastoreCredentials"
+SPEECH_CREDENTIALS = {
+    "ca.crt": "-----BEGIN CERTIFICATE-----",
+    "username": "kamaji",
+    "password": "pw",
+}
+
+# Resources a tenant creates in the management cluster (named "<tenant>-<suffix>").
+MANAGEMENT_SIDE = (
+    "namespace",
+    "default-deny-ingress",
+    "allow-same-namespace",
+    "allow-kamaji-system",
+    "allow-control-plane-ports",
+    "control-plane",
+    "admin-kubeconfig",
+    "capi-kubeconfig",
+    "cluster",
+    "infrastructure-cluster",
+    "etcd",
+    "datastore",
+    "datastore-credentials",
+)
+
+
+def _prod_config(**tenant0_control_plane: Any) -> dict[str, Any]:
+    """The prod stack file with the external DataStore's credentials set as the operator would
+    (a JSON object) and optional changes to the first tenant's controlPlane."""
+    config = copy.deepcopy(load_stack_config("prod"))
+    config[CREDENTIALS_KEY] = json.dumps(SPEECH_CREDENTIALS)
+    if tenant0_control_plane:
+        tenant = config["gpu-platform:platform"]["tenants"][0]
+        tenant.setdefault("controlPlane", {}).update(tenant0_control_plane)
+    return config
+
+
+@pytest.fixture(scope="module")
+def evaluated() -> Callable[[str, bool], Recording]:
+    cache: dict[tuple[str, bool], Recording] = {}
+
+    def get(stack: str, preview: bool) -> Recording:
+        if (stack, preview) not in cache:
+            config = _prod_config() if stack == "prod" else None
+            recording = evaluate(stack, preview, config=config)
+            assert recording.error is None, recording.error
+            cache[(stack, preview)] = recording
+        return cache[(stack, preview)]
+
+    return get
+
+
+Evaluated = Callable[[str, bool], Recording]
+
+CASES = [(stack, preview) for stack in ("lab", "prod") for preview in (False, True)]
+IDS = [f"{stack}-{'preview' if preview else 'update'}" for stack, preview in CASES]
+
+
+@pytest.fixture(params=CASES, ids=IDS)
+def recording(request: pytest.FixtureRequest, evaluated: Evaluated) -> Recording:
+    return evaluated(*request.param)
+
+
+@pytest.fixture(params=["lab", "prod"])
+def updated(request: pytest.FixtureRequest, evaluated: Evaluated) -> Recording:
+    return evaluated(request.param, False)
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def _tenants(rec: Recording) -> dict[str, Registration]:
+    return {r.name: r for r in rec.of_type(TENANT)}
+
+
+def _under(rec: Recording, component: Registration) -> list[Registration]:
+    return [r for r in rec.resources if any(a.urn == component.urn for a in rec.ancestors(r))]
+
+
+def _own(rec: Recording, tenant: Registration) -> list[Registration]:
+    """Resources the GpuTenant itself creates (not its worker pools')."""
+    return [r for r in _under(rec, tenant) if rec.component_of(r, ":GpuWorkerPool") is None]
+
+
+def _named(rec: Recording, name: str) -> Registration:
+    return rec.named(name)
+
+
+def _provider(rec: Recording, name: str) -> Registration:
+    [provider] = [r for r in rec.of_type(PROVIDER) if r.name == name]
+    return provider
+
+
+def _release(rec: Recording, tenant: str, release: str) -> Registration:
+    return _named(rec, f"{tenant}-{release}")
+
+
+def _registered_after(rec: Recording, later: Registration, earlier: Registration) -> bool:
+    """The harness records no dependencies for reads; a read whose ID waits for a resource's ID
+    reaches the engine only after that resource was registered."""
+    return rec.resources.index(later) > rec.resources.index(earlier)
+
+
+def _is_unknown(value: Any) -> bool:
+    return value == UNKNOWN or "Unknown object" in str(value)
+
+
+def _config_tenants(stack: str) -> list[dict[str, Any]]:
+    tenants: list[dict[str, Any]] = load_stack_config(stack)["gpu-platform:platform"]["tenants"]
+    return tenants
+
+
+# ------------------------------------------------------------------------- every tenant
+
+
+def test_every_tenant_gets_its_namespace_policies_control_plane_and_stack(
+    recording: Recording,
+) -> None:
+    for tenant in _config_tenants(recording.stack):
+        name = tenant["name"]
+        namespace = _named(recording, f"{name}-namespace")
+        assert namespace.inputs["metadata"]["name"] == name
+        for policy in ("default-deny-ingress", "allow-same-namespace", "allow-kamaji-system"):
+            assert _named(recording, f"{name}-{policy}").inputs["metadata"]["namespace"] == name
+        control_plane = _named(recording, f"{name}-control-plane")
+        assert control_plane.type == (TCP if recording.stack == "lab" else KCP)
+        assert _provider(recording, f"{name}-provider")
+        charts = {"calico": "tigera-operator", "hami": "hami"}
+        if recording.stack == "prod":
+            charts["gpu-operator"] = "gpu-operator"
+            assert _named(recording, f"{name}-cluster").type == CLUSTER
+            assert _named(recording, f"{name}-infrastructure-cluster").type == METAL3_CLUSTER
+        for release, chart in charts.items():
+            assert _release(recording, name, release).inputs["chart"] == chart
+        quotas = {q["namespace"] for q in tenant.get("gpuQuotas", [])}
+        found = {
+            r.inputs["metadata"]["namespace"]
+            for r in recording.of_type("kubernetes:core/v1:ResourceQuota")
+            if r.name.startswith(f"{name}-quota-")
+        }
+        assert found == quotas
+
+
+def test_in_tenant_resources_use_their_own_tenants_provider(recording: Recording) -> None:
+    management = _provider(recording, "management-provider").urn
+    for name, tenant in _tenants(recording).items():
+        own_provider = _provider(recording, f"{name}-provider").urn
+        management_side = {f"{name}-{suffix}" for suffix in MANAGEMENT_SIDE}
+        for reg in _own(recording, tenant):
+            if not reg.type.startswith("kubernetes:"):
+                continue
+            expected = management if reg.name in management_side else own_provider
+            assert reg.provider_urn == expected, f"{reg.type} {reg.name}"
+
+
+def test_no_resource_uses_another_tenants_provider(recording: Recording) -> None:
+    providers = {_provider(recording, f"{name}-provider").urn: name for name in _tenants(recording)}
+    for reg in recording.resources:
+        owner = providers.get(reg.provider_urn)
+        if owner is None:
+            continue
+        component = recording.component_of(reg, ":GpuTenant")
+        assert component is not None, f"{reg.type} {reg.name}"
+        assert component.name == owner, f"{reg.type} {reg.name}"
+
+
+def test_tenants_never_depend_on_each_other(recording: Recording) -> None:
+    tenants = _tenants(recording)
+    members = {
+        name: {tenant.urn, *(r.urn for r in _under(recording, tenant))}
+        for name, tenant in tenants.items()
+    }
+    for name, tenant in tenants.items():
+        others = set().union(*(urns for other, urns in members.items() if other != name))
+        for reg in [tenant, *_under(recording, tenant)]:
+            crossing = recording.dependency_closure(reg) & others
+            assert not crossing, f"{reg.name} waits for {sorted(crossing)}"
+
+
+# ------------------------------------------------------------------ kubeconfig, provider
+
+
+def test_kubeconfig_is_read_after_the_control_plane_and_kept_secret(updated: Recording) -> None:
+    read_name = "admin-kubeconfig" if updated.stack == "lab" else "capi-kubeconfig"
+    for name in _tenants(updated):
+        read = _named(updated, f"{name}-{read_name}")
+        assert read.read
+        assert read.type == SECRET
+        assert read.provider_urn == _provider(updated, "management-provider").urn
+        assert _registered_after(updated, read, _named(updated, f"{name}-control-plane"))
+        expected = f"{name}-admin-kubeconfig" if updated.stack == "lab" else f"{name}-kubeconfig"
+        assert read.outputs["metadata"]["name"] == expected
+        provider = _provider(updated, f"{name}-provider")
+        assert read.urn in provider.dependencies
+        assert provider.input_is_secret("kubeconfig")
+        assert f"https://{name}.tenant.invalid:6443" in provider.inputs["kubeconfig"]
+        assert provider.inputs["clusterIdentifier"] == name
+    assert "tenantKubeconfigs" in updated.secret_outputs
+
+
+def test_preview_leaves_the_kubeconfig_unknown(evaluated: Evaluated) -> None:
+    for stack in ("lab", "prod"):
+        preview = evaluated(stack, True)
+        for name in _tenants(preview):
+            provider = _provider(preview, f"{name}-provider")
+            assert _is_unknown(provider.inputs["kubeconfig"]), provider.inputs["kubeconfig"]
+            assert provider.input_is_secret("kubeconfig")
+            # ... and everything inside the tenant is still declared against it.
+            hami = _release(preview, name, "hami")
+            assert hami.provider_urn == provider.urn
+
+
+# -------------------------------------------------------------------- control plane (lab)
+
+
+def test_lab_control_plane_waits_for_kamaji_and_is_awaited(evaluated: Evaluated) -> None:
+    lab = evaluated("lab", False)
+    [kamaji] = [r for r in lab.of_type(RELEASE) if r.inputs.get("chart") == "kamaji"]
+    for name in _tenants(lab):
+        tcp = _named(lab, f"{name}-control-plane")
+        assert kamaji.urn in lab.dependency_closure(tcp)
+        assert _named(lab, f"{name}-allow-control-plane-ports").urn in tcp.dependencies
+        annotations = tcp.inputs["metadata"]["annotations"]
+        assert annotations["pulumi.com/waitFor"] == (
+            "jsonpath={.status.kubernetesResources.version.status}=Ready"
+        )
+        assert tcp.options["custom_timeouts"]["create"]
+
+
+def test_lab_control_plane_gets_its_fixed_address(evaluated: Evaluated) -> None:
+    lab = evaluated("lab", False)
+    addresses = set()
+    for name in _tenants(lab):
+        spec = _named(lab, f"{name}-control-plane").inputs["spec"]
+        address = spec["networkProfile"]["address"]
+        annotations = spec["controlPlane"]["service"]["additionalMetadata"]["annotations"]
+        assert annotations["metallb.io/loadBalancerIPs"] == address
+        assert lab.outputs["tenants"][name]["endpoint"] == f"https://{address}:6443"
+        calico = _release(lab, name, "calico").inputs["values"]
+        assert calico["kubernetesServiceEndpoint"]["host"] == address
+        addresses.add(address)
+    assert len(addresses) == len(_tenants(lab))
+
+
+def test_lab_policies_keep_the_management_pod_network_out(evaluated: Evaluated) -> None:
+    lab = evaluated("lab", False)
+    pod_subnet = load_stack_config("lab")["gpu-platform:platform"]["management"]["kind"].get(
+        "podSubnet", "10.244.0.0/16"
+    )
+    for name in _tenants(lab):
+        spec = _named(lab, f"{name}-allow-control-plane-ports").inputs["spec"]
+        assert spec["ingress"][0]["from"] == [
+            {"ipBlock": {"cidr": "0.0.0.0/0", "except": [pod_subnet]}}
+        ]
+
+
+# ------------------------------------------------------------------ inside a tenant
+
+
+def test_hami_comes_after_calico_and_workloads_after_hami(updated: Recording) -> None:
+    for name in _tenants(updated):
+        calico = _release(updated, name, "calico")
+        hami = _release(updated, name, "hami")
+        assert calico.urn in hami.dependencies
+        if updated.stack == "prod":
+            gpu_operator = _release(updated, name, "gpu-operator")
+            assert gpu_operator.urn in hami.dependencies
+            assert calico.urn in gpu_operator.dependencies
+        for reg in updated.of_type("kubernetes:apps/v1:Deployment"):
+            if reg.name.startswith(f"{name}-workload-"):
+                assert hami.urn in reg.dependencies
+
+
+def test_tenant_stack_values(updated: Recording) -> None:
+    platform = load_stack_config(updated.stack)["gpu-platform:platform"]
+    for tenant in platform["tenants"]:
+        name = tenant["name"]
+        calico = _release(updated, name, "calico").inputs["values"]
+        pools = calico["installation"]["calicoNetwork"]["ipPools"]
+        assert [p["cidr"] for p in pools] == [tenant["network"]["podCidr"]]
+        hami = _release(updated, name, "hami").inputs["values"]
+        assert hami["scheduler"]["kubeScheduler"]["image"]["tag"] == platform["kubernetesVersion"]
+        webhook = hami["scheduler"]["admissionWebhook"]
+        assert webhook["failurePolicy"] == platform["hami"]["webhookFailurePolicy"]
+        assert {"kube-system", "tigera-operator", "calico-system", "hami-system"} <= set(
+            webhook["whitelistNamespaces"]
+        )
+        lock = f"--node-lock-timeout={platform['hami']['nodeLockTimeout']}"
+        assert lock in hami["scheduler"]["extender"]["extraArgs"]
+        if updated.stack == "lab":
+            assert hami["mockDevicePlugin"]["enabled"] is True
+            assert hami["devicePlugin"]["enabled"] is False
+        else:
+            assert "mockDevicePlugin" not in hami
+            assert hami["devicePlugin"]["runtimeClassName"] == "nvidia"
+            assert "gpu-operator" in webhook["whitelistNamespaces"]
+            operator = _release(updated, name, "gpu-operator").inputs["values"]
+            assert operator["devicePlugin"] == {"enabled": False}
+
+
+def test_declared_workloads_ask_hami_for_their_share(evaluated: Evaluated) -> None:
+    lab = evaluated("lab", False)
+    declared = [
+        (tenant["name"], workload)
+        for tenant in _config_tenants("lab")
+        for workload in tenant.get("workloads", [])
+    ]
+    assert declared, "the lab stack declares a sample workload"
+    for tenant, workload in declared:
+        deployment = _named(
+            lab, f"{tenant}-workload-{workload.get('namespace', 'default')}-{workload['name']}"
+        )
+        [container] = deployment.inputs["spec"]["template"]["spec"]["containers"]
+        gpu = workload["gpu"]
+        assert container["resources"]["limits"] == {
+            "nvidia.com/gpu": str(gpu.get("cards", 1)),
+            "nvidia.com/gpumem": str(gpu["memoryMiB"]),
+            "nvidia.com/gpucores": str(gpu["cores"]),
+        }
+        labels = deployment.inputs["spec"]["template"]["metadata"]["labels"]
+        assert labels["gpu-platform.io/tenant"] == tenant
+
+
+# -------------------------------------------------------------------- control plane (prod)
+
+
+def test_prod_cluster_is_not_held_back_by_its_control_plane(evaluated: Evaluated) -> None:
+    """The KamajiControlPlane becomes ready only once the Cluster owns it: the Cluster must not
+    wait for it (that would deadlock), the kubeconfig read must."""
+    prod = evaluated("prod", False)
+    for name in _tenants(prod):
+        kcp = _named(prod, f"{name}-control-plane")
+        cluster = _named(prod, f"{name}-cluster")
+        assert kcp.urn not in prod.dependency_closure(cluster)
+        assert kcp.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == (
+            "jsonpath={.status.ready}=true"
+        )
+        read = _named(prod, f"{name}-capi-kubeconfig")
+        assert _registered_after(prod, read, kcp)
+        assert _registered_after(prod, read, cluster)
+        ref = cluster.inputs["spec"]["infrastructureRef"]
+        infra = _named(prod, f"{name}-infrastructure-cluster")
+        assert (ref["kind"], ref["name"]) == (
+            infra.inputs["kind"],
+            infra.inputs["metadata"]["name"],
+        )
+        assert cluster.inputs["spec"]["controlPlaneRef"]["name"] == kcp.inputs["metadata"]["name"]
+
+
+def test_prod_control_planes_wait_for_their_dedicated_datastores(evaluated: Evaluated) -> None:
+    prod = evaluated("prod", False)
+    for name in ("team-vision", "team-llm"):
+        kcp = _named(prod, f"{name}-control-plane")
+        etcd = _named(prod, f"{name}-etcd")
+        assert etcd.inputs["chart"] == "kamaji-etcd"
+        assert etcd.inputs["namespace"] == name
+        assert etcd.inputs["values"]["datastore"] == {"enabled": True, "name": f"{name}-etcd"}
+        assert etcd.urn in kcp.dependencies
+        assert kcp.inputs["spec"]["dataStoreName"] == f"{name}-etcd"
+    speech = _named(prod, "team-speech-control-plane")
+    datastore = _named(prod, "team-speech-datastore")
+    assert datastore.type == DATASTORE
+    assert datastore.urn in speech.dependencies
+    assert speech.inputs["spec"]["dataStoreName"] == datastore.inputs["metadata"]["name"]
+
+
+def test_prod_external_datastore_credentials_stay_secret(evaluated: Evaluated) -> None:
+    prod = evaluated("prod", False)
+    secret = _named(prod, "team-speech-datastore-credentials")
+    assert secret.input_is_secret("stringData")
+    assert secret.inputs["stringData"] == SPEECH_CREDENTIALS
+    refs = json.dumps(_named(prod, "team-speech-datastore").inputs["spec"])
+    assert secret.inputs["metadata"]["name"] in refs
+    assert "pw" not in refs
+    assert not any("pw" in line.split() for line in prod.logs)
+
+
+def test_prod_rejects_credentials_that_are_not_a_json_object() -> None:
+    config = _prod_config()
+    config[CREDENTIALS_KEY] = "s3cr3t-not-json"
+    recording = evaluate("prod", False, config=config)
+    assert recording.error is not None
+    assert "speechDatastoreCredentials" in recording.error
+    assert "expected a JSON object" in recording.error
+    assert "s3cr3t-not-json" not in recording.error
+
+
+def test_prod_metal3_endpoint_follows_the_configured_address() -> None:
+    recording = evaluate("prod", False, config=_prod_config(address="10.0.0.40"))
+    assert recording.error is None, recording.error
+    infra = _named(recording, "team-vision-infrastructure-cluster")
+    assert infra.inputs["spec"]["controlPlaneEndpoint"] == {"host": "10.0.0.40", "port": 6443}
+    kcp = _named(recording, "team-vision-control-plane")
+    assert kcp.inputs["spec"]["network"]["serviceAddress"] == "10.0.0.40"
+    assert recording.outputs["tenants"]["team-vision"]["endpoint"] == "https://10.0.0.40:6443"

@@ -1,0 +1,281 @@
+"""Helm values builders for inside (and beside) a tenant: version pairing, webhook exclusions,
+node-lock timeout, mock vs real device plugin, and that every key exists in the pinned chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.config import DedicatedDataStore, HamiSettings, parse_platform
+from components.tenant_values import (
+    calico_values,
+    control_plane_timeout,
+    device_modes,
+    device_split_count,
+    extender_args,
+    gpu_operator_values,
+    hami_values,
+    kamaji_etcd_values,
+    kube_scheduler_image,
+    release_timeout_seconds,
+    webhook_excluded_namespaces,
+)
+from tests.support.contracts import missing_values_keys
+from tests.support.harness import load_stack_config
+
+LAB_SETTINGS = HamiSettings(webhook_failure_policy="Fail", node_lock_timeout="30s")
+
+
+def _lab_values() -> dict[str, Any]:
+    return hami_values(
+        kubernetes_version="v1.35.0",
+        hami=LAB_SETTINGS,
+        modes={"mock"},
+        excluded_namespaces=webhook_excluded_namespaces("lab"),
+        split_count=10,
+    )
+
+
+def _prod_values() -> dict[str, Any]:
+    return hami_values(
+        kubernetes_version="v1.34.2",
+        hami=HamiSettings(
+            webhook_failure_policy="Fail",
+            node_lock_timeout="5m",
+            gpu_scheduler_policy="binpack",
+            node_scheduler_policy="spread",
+        ),
+        modes={"nvidia"},
+        excluded_namespaces=webhook_excluded_namespaces("prod"),
+    )
+
+
+# ------------------------------------------------------------------------- version pairing
+
+
+def test_kube_scheduler_runs_the_tenant_version_from_the_upstream_registry() -> None:
+    assert kube_scheduler_image("v1.35.0") == {
+        "registry": "registry.k8s.io",
+        "repository": "kube-scheduler",
+        "tag": "v1.35.0",
+    }
+    assert _prod_values()["scheduler"]["kubeScheduler"]["image"]["tag"] == "v1.34.2"
+
+
+@pytest.mark.parametrize("bad", ["1.35.0", "v1.35", "latest", ""])
+def test_kube_scheduler_rejects_what_is_not_a_version(bad: str) -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes version"):
+        kube_scheduler_image(bad)
+
+
+# ----------------------------------------------------------------------- webhook exclusions
+
+
+def test_webhook_skips_system_cni_and_hami_namespaces() -> None:
+    lab = webhook_excluded_namespaces("lab")
+    for namespace in (
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        "tigera-operator",
+        "calico-system",
+        "calico-apiserver",
+        "hami-system",
+    ):
+        assert namespace in lab
+    assert "gpu-operator" not in lab
+    assert "default" not in lab
+    prod = webhook_excluded_namespaces("prod")
+    assert set(prod) == {*lab, "gpu-operator"}
+
+
+def test_webhook_failure_policy_and_whitelist_reach_the_chart() -> None:
+    webhook = _lab_values()["scheduler"]["admissionWebhook"]
+    assert webhook["failurePolicy"] == "Fail"
+    assert webhook["whitelistNamespaces"] == webhook_excluded_namespaces("lab")
+    ignore = hami_values(
+        kubernetes_version="v1.35.0",
+        hami=HamiSettings(webhook_failure_policy="Ignore"),
+        modes={"mock"},
+        excluded_namespaces=["kube-system"],
+    )
+    assert ignore["scheduler"]["admissionWebhook"]["failurePolicy"] == "Ignore"
+
+
+def test_scheduler_policies_come_from_config() -> None:
+    policy = _prod_values()["scheduler"]["defaultSchedulerPolicy"]
+    assert policy == {"nodeSchedulerPolicy": "spread", "gpuSchedulerPolicy": "binpack"}
+
+
+# ------------------------------------------------------------------------ node-lock timeout
+
+
+def test_extender_keeps_the_chart_defaults_and_adds_the_lock_timeout(upstream_dir: Path) -> None:
+    chart = yaml.safe_load((upstream_dir / "hami" / "values.yaml").read_text())
+    defaults = chart["scheduler"]["extender"]["extraArgs"]
+    args = extender_args("30s")
+    assert args[: len(defaults)] == defaults
+    assert args[len(defaults) :] == ["--node-lock-timeout=30s"]
+    assert _lab_values()["scheduler"]["extender"]["extraArgs"][-1] == "--node-lock-timeout=30s"
+
+
+@pytest.mark.parametrize("good", ["30s", "5m", "1m30s", "500ms", "1.5h"])
+def test_lock_timeout_accepts_go_durations(good: str) -> None:
+    assert extender_args(good)[-1] == f"--node-lock-timeout={good}"
+
+
+@pytest.mark.parametrize("bad", ["30", "30 seconds", "5min", "-1s", ""])
+def test_lock_timeout_rejects_what_go_cannot_parse(bad: str) -> None:
+    with pytest.raises(ValueError, match="nodeLockTimeout"):
+        extender_args(bad)
+
+
+def test_lab_lock_timeout_is_far_below_hamis_five_minute_default() -> None:
+    platform = parse_platform(load_stack_config("lab")["gpu-platform:platform"])
+    assert platform.hami.node_lock_timeout in extender_args(platform.hami.node_lock_timeout)[-1]
+    assert platform.hami.node_lock_timeout.endswith("s")
+    assert int(platform.hami.node_lock_timeout[:-1]) < 300
+
+
+# ------------------------------------------------------------------- mock vs real devices
+
+
+def test_lab_runs_the_mock_device_plugin_instead_of_the_real_one() -> None:
+    values = _lab_values()
+    assert values["devicePlugin"]["enabled"] is False
+    assert "runtimeClassName" not in values["devicePlugin"]
+    assert values["mockDevicePlugin"]["enabled"] is True
+    assert values["mockDevicePlugin"]["image"]["tag"] == "1.0.1"
+    assert values["devicePlugin"]["deviceSplitCount"] == 10
+
+
+def test_prod_runs_the_real_device_plugin_under_the_gpu_operator_runtime() -> None:
+    values = _prod_values()
+    assert values["devicePlugin"]["enabled"] is True
+    assert values["devicePlugin"]["runtimeClassName"] == "nvidia"
+    assert values["devicePlugin"]["gpuOperatorToolkitReady"] == {"enabled": True}
+    assert "mockDevicePlugin" not in values
+    assert "deviceSplitCount" not in values["devicePlugin"]
+    # The runtime class HAMi uses is the one the GPU Operator creates.
+    assert gpu_operator_values()["operator"]["runtimeClass"] == "nvidia"
+
+
+def test_device_modes_follow_the_pools_and_the_stack_mode() -> None:
+    lab = parse_platform(load_stack_config("lab")["gpu-platform:platform"])
+    prod = parse_platform(load_stack_config("prod")["gpu-platform:platform"])
+    assert device_modes(lab, lab.tenants[0]) == {"mock"}
+    assert device_modes(prod, prod.tenants[0]) == {"nvidia"}
+    poolless = lab.tenants[0].model_copy(update={"worker_pools": []})
+    assert device_modes(lab, poolless) == {"mock"}
+
+
+def test_hami_rejects_unknown_device_modes() -> None:
+    with pytest.raises(ValueError, match="device modes"):
+        hami_values(
+            kubernetes_version="v1.35.0",
+            hami=LAB_SETTINGS,
+            modes={"fake"},
+            excluded_namespaces=[],
+        )
+    with pytest.raises(ValueError, match="device modes"):
+        hami_values(
+            kubernetes_version="v1.35.0", hami=LAB_SETTINGS, modes=set(), excluded_namespaces=[]
+        )
+
+
+def test_split_count_only_when_the_pools_agree() -> None:
+    assert device_split_count([10, 10]) == 10
+    assert device_split_count([4]) == 4
+    assert device_split_count([4, 10]) is None
+    assert device_split_count([]) is None
+
+
+# ----------------------------------------------------------------------------- GPU Operator
+
+
+def test_gpu_operator_brings_driver_and_toolkit_but_not_its_device_plugin() -> None:
+    values = gpu_operator_values()
+    assert values["driver"] == {"enabled": True}
+    assert values["toolkit"] == {"enabled": True}
+    assert values["devicePlugin"] == {"enabled": False}
+
+
+# ----------------------------------------------------------------------------------- Calico
+
+
+def test_calico_pool_is_the_tenant_pod_cidr() -> None:
+    values = calico_values("10.10.0.0/16")
+    pools = values["installation"]["calicoNetwork"]["ipPools"]
+    assert [pool["cidr"] for pool in pools] == ["10.10.0.0/16"]
+    assert "kubernetesServiceEndpoint" not in values
+    assert values["apiServer"] == {"enabled": False}
+
+
+def test_calico_talks_to_a_known_api_address_directly() -> None:
+    values = calico_values("10.10.0.0/16", "172.18.255.200")
+    assert values["kubernetesServiceEndpoint"] == {"host": "172.18.255.200", "port": "6443"}
+
+
+# ------------------------------------------------------------------------------ kamaji-etcd
+
+
+def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
+    values = kamaji_etcd_values("team-a", DedicatedDataStore(replicas=5, storage_size="16Gi"))
+    assert values == {
+        "fullnameOverride": "team-a-etcd",
+        "replicas": 5,
+        "persistentVolumeClaim": {"size": "16Gi"},
+        "datastore": {"enabled": True, "name": "team-a-etcd"},
+    }
+
+
+def test_kamaji_etcd_is_not_for_external_datastores() -> None:
+    external = DedicatedDataStore(
+        driver="etcd", endpoints=["etcd.example:2379"], credentials_config_key="creds"
+    )
+    with pytest.raises(ValueError, match="kamaji-etcd"):
+        kamaji_etcd_values("team-a", external)
+
+
+# ---------------------------------------------------------------------------- timeouts
+
+
+def test_timeouts_leave_room_for_workers_to_join() -> None:
+    # Longer than Helm's 5-minute default, and longer in prod (bare metal) than in the lab.
+    assert 300 < release_timeout_seconds("lab") < release_timeout_seconds("prod")
+    assert control_plane_timeout("lab").endswith("m")
+    assert control_plane_timeout("prod").endswith("m")
+
+
+# ------------------------------------------------------- contract: keys exist in the charts
+
+
+def test_hami_values_keys_exist_in_the_pinned_chart(upstream_dir: Path) -> None:
+    assert missing_values_keys(upstream_dir, "hami", _lab_values()) == []
+    assert missing_values_keys(upstream_dir, "hami", _prod_values()) == []
+
+
+def test_gpu_operator_values_keys_exist_in_the_pinned_chart(upstream_dir: Path) -> None:
+    assert missing_values_keys(upstream_dir, "gpu-operator", gpu_operator_values()) == []
+
+
+def test_kamaji_etcd_values_keys_exist_in_the_pinned_chart(upstream_dir: Path) -> None:
+    values = kamaji_etcd_values("team-a", DedicatedDataStore())
+    assert missing_values_keys(upstream_dir, "kamaji-etcd", values) == []
+
+
+def test_calico_values_keys_exist_except_the_commented_installation_network(
+    upstream_dir: Path,
+) -> None:
+    """``installation.calicoNetwork`` is documented only as a comment in the chart's values and
+    passed through as the Installation spec; every other key must exist."""
+    values = calico_values("10.10.0.0/16", "172.18.255.200")
+    missing = missing_values_keys(upstream_dir, "tigera-operator", values)
+    assert {key.split(".ipPools")[0] for key in missing} <= {"installation.calicoNetwork"}
+    text = (upstream_dir / "tigera-operator" / "values.yaml").read_text()
+    assert "#   ipPools:" in text
+    assert '#     - cidr: "192.168.0.0/16"' in text
+    assert '#       encapsulation: "IPIP" # IPIP, VXLAN' in text
