@@ -299,8 +299,10 @@ class ControlPlane(_Model):
     """The hosted control plane's shape."""
 
     replicas: PositiveInt = Field(default=1, description="control-plane pods")
-    service_type: Literal["LoadBalancer", "NodePort"] = Field(
-        default="LoadBalancer", description="how workers reach the API (6443) and Konnectivity"
+    service_type: Literal["LoadBalancer"] = Field(
+        default="LoadBalancer",
+        description="how workers reach the API (6443) and Konnectivity (8132); NodePort would "
+        "need both ports in 30000-32767 and is not supported",
     )
     address: str | None = Field(
         default=None, description="fixed LoadBalancer IP (lab: taken from the MetalLB pool)"
@@ -696,6 +698,13 @@ class PlatformConfig(_Model):
                     problems.append(f"{key}.machine: prod pools need a Cluster API machine spec")
                 if self.mode == "lab" and pool.machine is not None:
                     problems.append(f"{key}.machine: lab workers are containers; remove machine")
+        if self.mode == "prod" and self.existing.cluster_api.infrastructure.name == "metal3":
+            for t_index, tenant in enumerate(self.tenants):
+                if tenant.control_plane.address is None:
+                    problems.append(
+                        f"tenants[{t_index}].controlPlane.address: Metal3 clusters need a fixed "
+                        "control-plane endpoint; give the LoadBalancer IP the tenant's API will use"
+                    )
         return problems
 
     # ----- derived views the components use

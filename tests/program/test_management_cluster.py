@@ -22,8 +22,8 @@ import yaml
 from components.versions import PINNED
 from tests.support.fakes_management import FAKE_KUBECONFIG
 from tests.support.harness import (
+    MOCK_KUBECONFIG,
     REPO_ROOT,
-    SECRET_PLACEHOLDER,
     UNKNOWN,
     Recording,
     Registration,
@@ -302,7 +302,7 @@ def test_lab_kamaji_comes_after_cert_manager_and_is_gated(lab: Recording) -> Non
 
 
 def test_gates_get_the_kubeconfig_as_a_secret(lab: Recording, prod: Recording) -> None:
-    for recording, kubeconfig in ((lab, FAKE_KUBECONFIG), (prod, SECRET_PLACEHOLDER)):
+    for recording, kubeconfig in ((lab, FAKE_KUBECONFIG), (prod, MOCK_KUBECONFIG)):
         gates = [r for r in _inside(recording) if r.type == COMMAND and r.name.endswith("-ready")]
         assert gates
         for gate in gates:
@@ -367,7 +367,7 @@ def test_a_second_up_registers_identical_inputs(lab: Recording) -> None:
 def test_prod_provider_reads_the_secret_kubeconfig(prod: Recording) -> None:
     provider = prod.named("management-provider")
     assert provider.input_is_secret("kubeconfig")
-    assert provider.inputs["kubeconfig"] == SECRET_PLACEHOLDER
+    assert provider.inputs["kubeconfig"] == MOCK_KUBECONFIG
     assert provider.inputs["clusterIdentifier"] == "gpu-platform-management"
     assert _probe("prod", False)["lb_pool"] == []
 
@@ -513,11 +513,24 @@ def test_lab_tenant_requesting_an_address_outside_the_pool_fails() -> None:
 
 
 def test_prod_tenant_address_is_the_configured_one_or_none() -> None:
-    assert _probe("prod", preview=False)["addresses"] == [None, None, None]
+    configured = [
+        t["controlPlane"]["address"]
+        for t in load_stack_config("prod")["gpu-platform:platform"]["tenants"]
+    ]
+    assert _probe("prod", preview=False)["addresses"] == configured
     config = _prod_config()
-    tenant = config["gpu-platform:platform"]["tenants"][1]
-    tenant["controlPlane"] = {**tenant.get("controlPlane", {}), "address": "10.0.0.50"}
-    assert _probe("prod", preview=False, config=config)["addresses"] == [None, "10.0.0.50", None]
+    platform = config["gpu-platform:platform"]
+    platform["management"]["existing"]["clusterApi"]["infrastructure"] = {"name": "docker"}
+    for tenant in platform["tenants"]:
+        for pool in tenant["workerPools"]:
+            pool["machine"] = {"provider": "docker"}
+    platform["tenants"][0]["controlPlane"].pop("address")
+    platform["tenants"][1]["controlPlane"]["address"] = "10.0.0.50"
+    assert _probe("prod", preview=False, config=config)["addresses"] == [
+        None,
+        "10.0.0.50",
+        configured[2],
+    ]
 
 
 def test_preflight_failure_stops_up_before_any_registration() -> None:

@@ -40,7 +40,12 @@ SUBCHARTS: dict[str, dict[str, str]] = {"kamaji": {"kamaji-etcd": "kamaji-etcd"}
 
 # Keys a chart documents and its templates read but whose defaults are commented out in
 # values.yaml. Each entry names the template evidence; keep this list short.
-COMMENTED_DEFAULTS: dict[str, set[str]] = {}
+COMMENTED_DEFAULTS: dict[str, set[str]] = {
+    # values.yaml documents `installation.calicoNetwork` as a comment; the chart's
+    # templates/crs/custom-resources.yaml renders `omit .Values.installation "enabled"` as the
+    # Installation spec, so the key reaches the operator.Installation object verbatim.
+    "tigera-operator": {"installation.calicoNetwork"},
+}
 
 
 @cache

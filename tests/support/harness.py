@@ -158,22 +158,54 @@ def mock_config(raw: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
             values[qualified] = json.dumps(value)
     platform = raw.get(f"{PROJECT}:platform")
     if isinstance(platform, dict):
-        for name in operator_secret_keys(platform):
+        for name, placeholder in operator_secret_placeholders(platform).items():
             qualified = f"{PROJECT}:{name}"
             if qualified not in values:
-                values[qualified] = SECRET_PLACEHOLDER
+                values[qualified] = placeholder
                 secret_keys.append(qualified)
     return values, secret_keys
 
 
-def operator_secret_keys(platform: dict[str, Any]) -> list[str]:
-    """The secret config keys a platform block refers to (see components.config)."""
+def operator_secret_placeholders(platform: dict[str, Any]) -> dict[str, str]:
+    """Placeholders, in the shape the program expects, for the secret config keys a platform
+    block refers to: a kubeconfig for the management cluster, a JSON object with the driver's
+    keys for DataStore credentials (see components.tenant_specs.DATASTORE_SECRET_KEYS)."""
     from components.config import ConfigError, parse_platform, required_secret_keys
+    from components.tenant_specs import DATASTORE_SECRET_KEYS
 
     try:
-        return required_secret_keys(parse_platform(platform))
+        parsed = parse_platform(platform)
     except ConfigError:
-        return []
+        return {}
+    drivers = {d.credentials_config_key: d.driver for d in parsed.data_stores}
+    for tenant in parsed.tenants:
+        dedicated = tenant.data_store.dedicated
+        if dedicated is not None and dedicated.credentials_config_key:
+            drivers[dedicated.credentials_config_key] = dedicated.driver
+    placeholders: dict[str, str] = {}
+    for key in required_secret_keys(parsed):
+        driver = drivers.get(key)
+        if driver is not None:
+            fields = DATASTORE_SECRET_KEYS[driver]
+            placeholders[key] = json.dumps(dict.fromkeys(fields, SECRET_PLACEHOLDER))
+        else:
+            placeholders[key] = MOCK_KUBECONFIG
+    return placeholders
+
+
+MOCK_KUBECONFIG = f"""apiVersion: v1
+kind: Config
+clusters:
+- name: mock
+  cluster: {{server: "https://mock-management.invalid:6443"}}
+users:
+- name: mock
+  user: {{token: {SECRET_PLACEHOLDER}}}
+contexts:
+- name: mock
+  context: {{cluster: mock, user: mock}}
+current-context: mock
+"""
 
 
 # ------------------------------------------------------------------------------ running

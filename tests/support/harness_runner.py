@@ -136,7 +136,7 @@ class RecordingMonitor(mocks.MockMonitor):
                 "secret_inputs": secrets,
                 "parent": request.parent,
                 "provider": request.provider,
-                "dependencies": [] if read else list(request.dependencies),
+                "dependencies": list(request.dependencies),
                 "property_dependencies": {}
                 if read
                 else {k: list(v.urns) for k, v in request.propertyDependencies.items()},

@@ -319,3 +319,15 @@ def test_missing_secrets_name_the_command() -> None:
     check_secrets_present(
         platform, {"managementKubeconfig": "k", "speechDatastoreCredentials": "c"}.get
     )
+
+
+def test_metal3_tenants_need_a_control_plane_address() -> None:
+    raw = stack_platform("prod")
+    del raw["tenants"][1]["controlPlane"]["address"]
+    expect_error(raw, "tenants[1].controlPlane.address: Metal3 clusters need a fixed")
+
+
+def test_nodeport_control_planes_are_refused() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["controlPlane"] = {"serviceType": "NodePort"}
+    expect_error(raw, "tenants[0].controlPlane.serviceType:", "LoadBalancer")
