@@ -88,3 +88,7 @@ fetch-upstream: ## Download the pinned upstream charts/CRDs into .upstream/ (out
 .PHONY: docs
 docs: ## Regenerate README.md's configuration reference from the pydantic models
 	$(BIN)/python -m components.config_reference --write README.md
+
+.PHONY: integration
+integration: ## Opt-in, ~15 min: up -> acceptance -> destroy of the lab through the Automation API
+	GPU_PLATFORM_INTEGRATION=1 $(BIN)/python -m pytest tests/integration -m integration -p no:cacheprovider

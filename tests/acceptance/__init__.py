@@ -1,0 +1,1 @@
+"""Acceptance suite: the lab report's tests against a deployed stack (see conftest.py)."""

@@ -1,0 +1,895 @@
+"""Read and judge what HAMi 2.10, Kamaji and the Kubernetes API report (pure functions).
+
+The acceptance suite asserts on scheduler decisions, not on ``Running``: the node annotation
+HAMi reads its cards from, the allocation annotations its scheduler writes on pods, the events
+it (and kube-scheduler) emit for refused pods, what each tenant's API lists, and Kamaji's
+datastore status. Everything here takes plain values (strings, dicts, small dataclasses) so it
+is tested offline on recorded samples (``tests/acceptance/samples``, which also name the upstream
+code each format was checked against); ``tests/acceptance/kube.py`` turns live API objects into
+these values.
+
+A judge returns a ``Verdict``: the problems found (empty means the condition holds) and the
+facts it saw, which the suite prints and stores as evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.labels import HAMI_NODE_REGISTER as HAMI_NODE_REGISTER
+from components.labels import TENANT_LABEL
+
+# HAMi v2.10.0 pkg/util/types.go and pkg/device/nvidia/device.go.
+HAMI_DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
+HAMI_DEVICES_TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
+HAMI_ASSIGNED_NODE = "hami.io/vgpu-node"
+HAMI_BIND_PHASE = "hami.io/bind-phase"
+HAMI_BIND_TIME = "hami.io/bind-time"
+HAMI_NODE_LOCK = "hami.io/mutex.lock"
+HAMI_SCHEDULER_NAME = "hami-scheduler"  # charts/hami/values.yaml schedulerName
+BIND_SUCCESS = "success"
+
+NVIDIA_GPU = "nvidia.com/gpu"
+NVIDIA_GPUMEM = "nvidia.com/gpumem"
+NVIDIA_GPUCORES = "nvidia.com/gpucores"
+
+_INTEGER = re.compile(r"^[+-]?\d+$")
+# Before 2.8.0: "id,count,devmem,devcore,type,numa,health[,index,mode]:" per card.
+_LEGACY_REGISTER = re.compile(r"^[^\[{][^,]*,\d+,\d+,\d+,")
+
+
+class EvidenceError(ValueError):
+    """A value is not in the format HAMi / Kamaji / Kubernetes writes."""
+
+
+@dataclass
+class Verdict:
+    """Problems found (none = the condition holds) and the facts that were looked at."""
+
+    problems: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def explain(self) -> str:
+        """One paragraph for an assertion message."""
+        return "; ".join(self.problems) if self.problems else "ok"
+
+
+# ------------------------------------------------------------------------- node inventory
+
+
+@dataclass(frozen=True)
+class RegisteredCard:
+    """One card from ``hami.io/node-nvidia-register`` (HAMi's DeviceInfo)."""
+
+    uuid: str
+    index: int
+    slots: int  # "count": pods that may share the card (deviceSplitCount)
+    memory_mib: int  # "devmem"
+    core_units: int  # "devcore"
+    type: str
+    numa: int
+    mode: str
+    health: bool
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """GPU totals: cards, MiB, compute units and sharing slots."""
+
+    cards: int = 0
+    memory_mib: int = 0
+    core_units: int = 0
+    slots: int = 0
+
+    def __add__(self, other: Inventory) -> Inventory:
+        return Inventory(
+            self.cards + other.cards,
+            self.memory_mib + other.memory_mib,
+            self.core_units + other.core_units,
+            self.slots + other.slots,
+        )
+
+    def times(self, factor: int) -> Inventory:
+        return Inventory(
+            self.cards * factor,
+            self.memory_mib * factor,
+            self.core_units * factor,
+            self.slots * factor,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "cards": self.cards,
+            "memoryMiB": self.memory_mib,
+            "coreUnits": self.core_units,
+            "slots": self.slots,
+        }
+
+
+def _int_field(entry: Mapping[str, Any], key: str, where: str, *, required: bool) -> int:
+    if key not in entry:
+        if required:
+            raise EvidenceError(f"{where} has no {key!r}")
+        return 0  # Go's omitempty drops zero values
+    value = entry[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise EvidenceError(f"{where} {key!r} is {value!r}, not an integer")
+    return value
+
+
+def parse_node_register(value: str) -> list[RegisteredCard]:
+    """Cards from a ``hami.io/node-nvidia-register`` value (JSON array since HAMi 2.8.0).
+
+    HAMi marshals every field with ``omitempty``: a missing index/numa/count is 0 and a missing
+    health is false. ``id``, ``devmem`` and ``devcore`` are required (a card without them cannot
+    be scheduled on).
+    """
+    text = value.strip()
+    if not text:
+        raise EvidenceError(f"{HAMI_NODE_REGISTER} is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if _LEGACY_REGISTER.match(text):
+            raise EvidenceError(
+                f"{HAMI_NODE_REGISTER} is in the colon-separated format HAMi used before 2.8.0; "
+                "HAMi 2.10's scheduler reads only the JSON array"
+            ) from None
+        raise EvidenceError(
+            f"{HAMI_NODE_REGISTER} is not JSON ({exc.msg} at character {exc.pos})"
+        ) from None
+    if not isinstance(data, list):
+        raise EvidenceError(f"{HAMI_NODE_REGISTER} must be a JSON array of cards")
+    if not data:
+        raise EvidenceError(f"{HAMI_NODE_REGISTER} lists no card")
+    cards: list[RegisteredCard] = []
+    for position, entry in enumerate(data):
+        where = f"card {position}"
+        if not isinstance(entry, dict):
+            raise EvidenceError(f"{where} is {entry!r}, not an object")
+        uuid = entry.get("id")
+        if not isinstance(uuid, str) or not uuid:
+            raise EvidenceError(f"{where} has no card id")
+        card_type = entry.get("type", "")
+        mode = entry.get("mode", "")
+        health = entry.get("health", False)
+        if not isinstance(card_type, str) or not isinstance(mode, str):
+            raise EvidenceError(f"{where} type/mode must be strings")
+        if not isinstance(health, bool):
+            raise EvidenceError(f"{where} health is {health!r}, not true/false")
+        cards.append(
+            RegisteredCard(
+                uuid=uuid,
+                index=_int_field(entry, "index", where, required=False),
+                slots=_int_field(entry, "count", where, required=False),
+                memory_mib=_int_field(entry, "devmem", where, required=True),
+                core_units=_int_field(entry, "devcore", where, required=True),
+                type=card_type,
+                numa=_int_field(entry, "numa", where, required=False),
+                mode=mode,
+                health=health,
+            )
+        )
+    return cards
+
+
+def inventory_of(cards: Iterable[RegisteredCard]) -> Inventory:
+    """Totals of the registered cards."""
+    total = Inventory()
+    for card in cards:
+        total = total + Inventory(1, card.memory_mib, card.core_units, card.slots)
+    return total
+
+
+def judge_node_inventory(
+    node: str,
+    cards: Sequence[RegisteredCard],
+    expected: Inventory,
+    *,
+    memory_tolerance: float = 0.0,
+    gpu_capacity: int | None = None,
+) -> Verdict:
+    """TC-02 for one node: the registered cards add up to the declared inventory.
+
+    ``memory_tolerance`` (a fraction) lets discovered memory sit below the declared figure
+    (real drivers report less than the nominal size); cards, compute units and slots are exact.
+    ``gpu_capacity`` is the node's ``status.capacity["nvidia.com/gpu"]``, which must equal the
+    slots (the mock device plugin's health gate; the real plugin advertises the same number).
+    """
+    verdict = Verdict()
+    seen = inventory_of(cards)
+    verdict.facts = {
+        "node": node,
+        "cards": [
+            {
+                "uuid": c.uuid,
+                "type": c.type,
+                "memoryMiB": c.memory_mib,
+                "coreUnits": c.core_units,
+                "slots": c.slots,
+                "health": c.health,
+            }
+            for c in cards
+        ],
+        "registered": seen.as_dict(),
+        "declared": expected.as_dict(),
+        "capacityGpu": gpu_capacity,
+    }
+    problems = verdict.problems
+    if seen.cards != expected.cards:
+        problems.append(f"{node}: {seen.cards} cards registered, {expected.cards} declared")
+    lowest = expected.memory_mib * (1.0 - memory_tolerance)
+    if not lowest <= seen.memory_mib <= expected.memory_mib:
+        problems.append(
+            f"{node}: {seen.memory_mib} MiB registered, {expected.memory_mib} MiB declared"
+            + (f" (tolerance {memory_tolerance:.0%} below)" if memory_tolerance else "")
+        )
+    if seen.core_units != expected.core_units:
+        problems.append(
+            f"{node}: {seen.core_units} compute units registered, {expected.core_units} declared"
+        )
+    if seen.slots != expected.slots:
+        problems.append(f"{node}: {seen.slots} sharing slots registered, {expected.slots} declared")
+    duplicates = sorted({c.uuid for c in cards if sum(d.uuid == c.uuid for d in cards) > 1})
+    if duplicates:
+        problems.append(f"{node}: card ids registered twice: {', '.join(duplicates)}")
+    for card in cards:
+        if "NVIDIA" not in card.type:
+            problems.append(
+                f"{node}: card {card.uuid} type {card.type!r} lacks 'NVIDIA' (HAMi skips it)"
+            )
+        if not card.health:
+            problems.append(f"{node}: card {card.uuid} is not healthy")
+    if gpu_capacity is not None and gpu_capacity != expected.slots:
+        problems.append(
+            f"{node}: capacity {NVIDIA_GPU}={gpu_capacity}, expected {expected.slots} "
+            "(cards x slots)"
+        )
+    return verdict
+
+
+# ------------------------------------------------------------------------ pod allocations
+
+
+@dataclass(frozen=True)
+class DeviceShare:
+    """One device entry of a container: ``<UUID>,<Type>,<MiB>,<cores>``."""
+
+    uuid: str
+    vendor: str
+    memory_mib: int
+    cores: int
+
+
+def _annotation_int(text: str, what: str, entry: str) -> int:
+    if not _INTEGER.match(text):
+        raise EvidenceError(f"device entry {entry!r}: {what} {text!r} is not an integer")
+    number = int(text)
+    if number < 0:
+        raise EvidenceError(f"device entry {entry!r}: {what} {number} is negative")
+    return number
+
+
+def parse_container_devices(segment: str) -> list[DeviceShare]:
+    """The devices of one container: entries ending in ``:``.
+
+    Stricter than HAMi's DecodeContainerDevices, which silently skips entries without a comma:
+    here any non-empty entry must be a full device entry.
+    """
+    shares: list[DeviceShare] = []
+    for entry in segment.split(":"):
+        if not entry:
+            continue
+        if "," not in entry:
+            raise EvidenceError(f"device entry {entry!r} has no fields")
+        fields = entry.split(",")
+        if len(fields) < 4:
+            raise EvidenceError(
+                f"device entry {entry!r} has {len(fields)} fields, needs 4 fields "
+                "(UUID,Type,MiB,cores)"
+            )
+        uuid, vendor, memory, cores = fields[:4]
+        if not uuid:
+            raise EvidenceError(f"device entry {entry!r} has no UUID")
+        shares.append(
+            DeviceShare(
+                uuid=uuid,
+                vendor=vendor,
+                memory_mib=_annotation_int(memory, "memory", entry),
+                cores=_annotation_int(cores, "cores", entry),
+            )
+        )
+    return shares
+
+
+def parse_pod_devices(value: str) -> list[list[DeviceShare]]:
+    """Per container, the shares in ``hami.io/vgpu-devices-allocated`` (or ``-to-allocate``).
+
+    HAMi ends every container's part with ``;`` (EncodePodSingleDevice), so the final ``;`` is a
+    terminator: ``"A:;"`` is one container, ``";"`` one container without devices.
+    """
+    if value == "":
+        return []
+    segments = value.split(";")
+    if value.endswith(";"):
+        segments = segments[:-1]
+    return [parse_container_devices(segment) for segment in segments]
+
+
+def pod_shares(value: str) -> list[DeviceShare]:
+    """All shares of a pod, containers flattened."""
+    return [share for container in parse_pod_devices(value) for share in container]
+
+
+@dataclass
+class CardUsage:
+    """What the pods' allocations add up to on one card."""
+
+    uuid: str
+    memory_mib: int = 0
+    cores: int = 0
+    pods: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "uuid": self.uuid,
+            "memoryMiB": self.memory_mib,
+            "cores": self.cores,
+            "pods": list(self.pods),
+        }
+
+
+def card_usage(allocations: Mapping[str, str]) -> dict[str, CardUsage]:
+    """Per card UUID, the summed shares of ``{pod name: allocated annotation}``."""
+    usage: dict[str, CardUsage] = {}
+    for pod, value in allocations.items():
+        for share in pod_shares(value):
+            card = usage.setdefault(share.uuid, CardUsage(share.uuid))
+            card.memory_mib += share.memory_mib
+            card.cores += share.cores
+            card.pods.append(pod)
+    return usage
+
+
+@dataclass(frozen=True)
+class PodPlacement:
+    """A pod as the scheduler left it: where it is bound and what HAMi wrote on it."""
+
+    name: str
+    node: str  # spec.nodeName, "" while unbound
+    phase: str
+    scheduler_name: str
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def assigned_node(self) -> str | None:
+        return self.annotations.get(HAMI_ASSIGNED_NODE)
+
+    @property
+    def allocated(self) -> str | None:
+        return self.annotations.get(HAMI_DEVICES_ALLOCATED)
+
+    @property
+    def bind_phase(self) -> str | None:
+        return self.annotations.get(HAMI_BIND_PHASE)
+
+
+def judge_sharing(
+    pods: Sequence[PodPlacement],
+    *,
+    pod_memory_mib: int,
+    pod_cores: int,
+    expected_memory_mib: int,
+    expected_cores: int,
+    card_memory_mib: int,
+    card_core_units: int,
+    registered_uuids: Collection[str] = (),
+    expected_node: str | None = None,
+) -> Verdict:
+    """TC-04: every pod bound by HAMi to one node and one card, usage adding up as expected."""
+    verdict = Verdict()
+    problems = verdict.problems
+    per_pod: list[dict[str, Any]] = []
+    allocations: dict[str, str] = {}
+    if not pods:
+        problems.append("no pods to judge")
+    for pod in pods:
+        row: dict[str, Any] = {
+            "pod": pod.name,
+            "node": pod.node,
+            "schedulerName": pod.scheduler_name,
+            "bindPhase": pod.bind_phase,
+        }
+        per_pod.append(row)
+        if pod.scheduler_name != HAMI_SCHEDULER_NAME:
+            problems.append(
+                f"{pod.name} has schedulerName {pod.scheduler_name!r}, not {HAMI_SCHEDULER_NAME}"
+            )
+        if not pod.node:
+            problems.append(f"{pod.name} is not bound to a node")
+        if pod.assigned_node is None:
+            problems.append(f"{pod.name} has no {HAMI_ASSIGNED_NODE}: HAMi did not place it")
+        elif pod.node and pod.assigned_node != pod.node:
+            problems.append(
+                f"{pod.name} is bound to {pod.node} but {HAMI_ASSIGNED_NODE} says "
+                f"{pod.assigned_node}"
+            )
+        if pod.bind_phase != BIND_SUCCESS:
+            problems.append(
+                f"{pod.name} {HAMI_BIND_PHASE} is {pod.bind_phase!r}, not {BIND_SUCCESS!r} "
+                "(no device plugin / allocation completer finished it)"
+            )
+        if pod.allocated is None:
+            problems.append(f"{pod.name} has no {HAMI_DEVICES_ALLOCATED}")
+            continue
+        try:
+            shares = pod_shares(pod.allocated)
+        except EvidenceError as exc:
+            problems.append(f"{pod.name}: {exc}")
+            continue
+        row["shares"] = [
+            {"uuid": s.uuid, "memoryMiB": s.memory_mib, "cores": s.cores} for s in shares
+        ]
+        if len(shares) != 1:
+            problems.append(f"{pod.name} holds {len(shares)} device shares, expected 1")
+        for share in shares:
+            if share.memory_mib != pod_memory_mib or share.cores != pod_cores:
+                problems.append(
+                    f"{pod.name} got {share.memory_mib} MiB / {share.cores} % on {share.uuid}, "
+                    f"asked {pod_memory_mib} MiB / {pod_cores} %"
+                )
+        allocations[pod.name] = pod.allocated
+    nodes = sorted({pod.node for pod in pods if pod.node})
+    if len(nodes) > 1:
+        problems.append(f"pods are not all on one node: {', '.join(nodes)}")
+    if expected_node is not None and nodes and nodes != [expected_node]:
+        problems.append(f"pods are on {', '.join(nodes)}, expected {expected_node}")
+    usage = card_usage(allocations)
+    if len(usage) > 1:
+        problems.append(f"pods are not all on one card: {', '.join(sorted(usage))}")
+    unknown = sorted(u for u in usage if registered_uuids and u not in registered_uuids)
+    if unknown:
+        problems.append(f"card(s) {', '.join(unknown)} not registered on the node")
+    total_memory = sum(card.memory_mib for card in usage.values())
+    total_cores = sum(card.cores for card in usage.values())
+    if total_memory != expected_memory_mib or total_cores != expected_cores:
+        problems.append(
+            f"usage adds up to {total_memory} MiB / {total_cores} %, expected "
+            f"{expected_memory_mib} MiB / {expected_cores} %"
+        )
+    for card in usage.values():
+        if card.memory_mib > card_memory_mib or card.cores > card_core_units:
+            problems.append(
+                f"card {card.uuid} is over capacity: {card.memory_mib}/{card_memory_mib} MiB, "
+                f"{card.cores}/{card_core_units} %"
+            )
+    verdict.facts = {
+        "node": nodes[0] if len(nodes) == 1 else nodes,
+        "cards": [card.as_dict() for card in usage.values()],
+        "usage": {"memoryMiB": total_memory, "cores": total_cores},
+        "capacity": {"memoryMiB": card_memory_mib, "cores": card_core_units},
+        "pods": per_pod,
+    }
+    return verdict
+
+
+# -------------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """A core/v1 Event about one object, reduced to what the judges read."""
+
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+    source: str = ""
+    count: int = 1
+
+    def describe(self) -> str:
+        source = f" ({self.source})" if self.source else ""
+        times = f" x{self.count}" if self.count > 1 else ""
+        return f"{self.type} {self.reason}{source}{times}: {self.message}"
+
+
+_COMBINED = "(combined from similar events): "
+# HAMi pkg/scheduler/score.go recordFilteringFailures: "%d nodes %s(%s)".
+_FILTERING_FAILED = re.compile(r"^(\d+) nodes ([A-Za-z]+)\(([^()]*)\)$")
+# kube-scheduler FitError: "0/%v nodes are available: <histogram>." [+ " preemption: ..."].
+_FIT_ERROR = re.compile(r"^0/(\d+) nodes are available: (.*)$", re.DOTALL)
+# HAMi pkg/device/common/common.go GenReason: "%d/%d %s" (failed cards / cards, reason).
+_CARD_REASON = re.compile(r"(?<![\w/])(\d+)/(\d+) ([A-Z][A-Za-z]+)\b")
+
+
+def _strip_combined(message: str) -> str:
+    return message[len(_COMBINED) :] if message.startswith(_COMBINED) else message
+
+
+def parse_filtering_failed(message: str) -> tuple[str, int, list[str]] | None:
+    """HAMi's per-reason FilteringFailed text -> (reason, node count, nodes), else None."""
+    match = _FILTERING_FAILED.match(_strip_combined(message).strip())
+    if not match:
+        return None
+    nodes = [n for n in match.group(3).split(",") if n]
+    return match.group(2), int(match.group(1)), nodes
+
+
+def parse_card_reasons(text: str) -> dict[str, tuple[int, int]]:
+    """``"1/2 CardInsufficientCore, 1/2 CardInsufficientMemory"`` -> {reason: (cards, of)}."""
+    return {m.group(3): (int(m.group(1)), int(m.group(2))) for m in _CARD_REASON.finditer(text)}
+
+
+def parse_fit_error(message: str) -> tuple[int, str] | None:
+    """kube-scheduler's FailedScheduling text -> (nodes considered, filter part), else None.
+
+    The filter part stops before the PostFilter (``preemption: ...``) message.
+    """
+    match = _FIT_ERROR.match(_strip_combined(message).strip())
+    if not match:
+        return None
+    detail = match.group(2)
+    cut = detail.find(" preemption:")
+    if cut >= 0:
+        detail = detail[:cut]
+    return int(match.group(1)), detail.rstrip(".")
+
+
+def hami_reasons(event: EventRecord) -> set[str]:
+    """The HAMi refusal reasons an event names (empty for anything else)."""
+    filtering = parse_filtering_failed(event.message)
+    if filtering is not None:
+        return {filtering[0]}
+    fit = parse_fit_error(event.message)
+    if fit is not None:
+        return set(parse_card_reasons(fit[1]))
+    return set()
+
+
+def judge_rejection(
+    pod: PodPlacement,
+    events: Sequence[EventRecord],
+    expected_reason: str,
+    *,
+    contradicting: Collection[str] = (),
+) -> Verdict:
+    """TC-05 / TC-06 / TC-10: the pod stays unbound under HAMi and a Warning event gives the
+    expected reason (and none of the reasons that would mean the scenario is not the one meant)."""
+    verdict = Verdict()
+    problems = verdict.problems
+    warnings = [e for e in events if e.type == "Warning"]
+    matching = [e for e in warnings if expected_reason in hami_reasons(e)]
+    contradictions = sorted(
+        {reason for e in warnings for reason in hami_reasons(e) if reason in contradicting}
+    )
+    if pod.node:
+        problems.append(f"{pod.name} was bound to {pod.node}")
+    if pod.phase != "Pending":
+        problems.append(f"{pod.name} is {pod.phase}, not Pending")
+    if pod.scheduler_name != HAMI_SCHEDULER_NAME:
+        problems.append(
+            f"{pod.name} has schedulerName {pod.scheduler_name!r}: HAMi never judged it"
+        )
+    if not matching:
+        seen = "; ".join(e.describe() for e in warnings) or "none"
+        problems.append(
+            f"no Warning event for {pod.name} names {expected_reason} (warnings: {seen})"
+        )
+    if contradictions:
+        problems.append(
+            f"{pod.name} was also refused for {', '.join(contradictions)}, which this scenario "
+            "must not trigger"
+        )
+    verdict.facts = {
+        "pod": pod.name,
+        "node": pod.node,
+        "phase": pod.phase,
+        "schedulerName": pod.scheduler_name,
+        "matching": [e.describe() for e in matching],
+        "events": [e.describe() for e in events],
+    }
+    return verdict
+
+
+# ---------------------------------------------------------------------------- visibility
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """A listed object: name, namespace ("" for cluster-scoped), uid, and for nodes the
+    platform's tenant label and the GPU capacity."""
+
+    name: str
+    uid: str
+    namespace: str = ""
+    tenant: str = ""
+    capacity: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What one tenant's API server lists, plus the markers the suite created there."""
+
+    tenant: str
+    nodes: tuple[ObjectRef, ...]
+    namespaces: tuple[ObjectRef, ...]
+    pods: tuple[ObjectRef, ...]
+    marker_namespaces: tuple[str, ...] = ()
+    marker_pods: tuple[str, ...] = ()  # "namespace/name"
+
+    def capacity(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for node in self.nodes:
+            for key, value in node.capacity.items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "nodes": sorted(n.name for n in self.nodes),
+            "namespaces": sorted(n.name for n in self.namespaces),
+            "pods": sorted(p.key for p in self.pods),
+            "capacity": self.capacity(),
+        }
+
+
+def judge_visibility(
+    view: ClusterView,
+    *,
+    expected_nodes: Collection[str] | None,
+    expected_capacity: Mapping[str, int],
+    expected_node_count: int | None = None,
+    required_capacity: Collection[str] = (NVIDIA_GPU,),
+    others: Sequence[ClusterView] = (),
+) -> Verdict:
+    """TC-07 / TC-08: through one tenant's API, only that tenant's objects.
+
+    Leakage is judged on what is unique to the other tenants: node names and UIDs, namespace and
+    pod UIDs (namespaces like ``default`` exist everywhere under the same name, with another UID),
+    and the markers the suite created in the other tenants under unique names. The tenant's own
+    markers must be visible (positive control: the listing works). Capacity keys in
+    ``required_capacity`` must be advertised; the others are compared when advertised (the mock
+    device plugin advertises gpumem/gpucores, the real one does not). ``expected_nodes`` is the
+    exact node set when the stack outputs name the nodes; otherwise ``expected_node_count``
+    (the pools' replicas) is checked.
+    """
+    verdict = Verdict()
+    problems = verdict.problems
+    tenant = view.tenant
+    node_names = {n.name for n in view.nodes}
+    namespace_names = {n.name for n in view.namespaces}
+    pod_keys = {p.key for p in view.pods}
+    for marker in view.marker_namespaces:
+        if marker not in namespace_names:
+            problems.append(f"{tenant}'s own marker namespace {marker} is not listed")
+    for marker in view.marker_pods:
+        if marker not in pod_keys:
+            problems.append(f"{tenant}'s own marker pod {marker} is not listed")
+    leaks: list[str] = []
+    for other in others:
+        foreign_node_names = {n.name for n in other.nodes}
+        foreign_node_uids = {n.uid for n in other.nodes}
+        foreign_ns_uids = {n.uid for n in other.namespaces}
+        foreign_pod_uids = {p.uid for p in other.pods}
+        for node in view.nodes:
+            if node.name in foreign_node_names or node.uid in foreign_node_uids:
+                leaks.append(f"node {node.name} of {other.tenant}")
+        for namespace in view.namespaces:
+            if namespace.uid in foreign_ns_uids or namespace.name in other.marker_namespaces:
+                leaks.append(f"namespace {namespace.name} of {other.tenant}")
+        for pod in view.pods:
+            if pod.uid in foreign_pod_uids or pod.key in other.marker_pods:
+                leaks.append(f"pod {pod.key} of {other.tenant}")
+    for node in view.nodes:
+        if node.tenant and node.tenant != tenant:
+            leaks.append(f"node {node.name} labelled {TENANT_LABEL}={node.tenant}")
+    if leaks:
+        problems.append(f"{tenant}'s API shows other tenants' objects: {', '.join(leaks)}")
+    expected = set(expected_nodes) if expected_nodes is not None else None
+    if expected is not None:
+        missing = sorted(expected - node_names)
+        unexpected = sorted(node_names - expected)
+        if missing:
+            problems.append(f"{tenant}'s nodes missing from its API: {', '.join(missing)}")
+        if unexpected:
+            problems.append(f"{tenant}'s API lists nodes it does not own: {', '.join(unexpected)}")
+    if expected_node_count is not None and len(node_names) != expected_node_count:
+        problems.append(
+            f"{tenant}'s API lists {len(node_names)} nodes, its pools declare {expected_node_count}"
+        )
+    seen_capacity = view.capacity()
+    for key, value in sorted(expected_capacity.items()):
+        if key not in seen_capacity:
+            if key in required_capacity:
+                problems.append(f"{tenant}'s nodes advertise no {key} (expected {value})")
+            continue
+        if seen_capacity[key] != value:
+            problems.append(
+                f"{tenant}'s nodes advertise {key}={seen_capacity[key]}, its inventory is {value}"
+            )
+    verdict.facts = {
+        "tenant": tenant,
+        **view.summary(),
+        "expectedNodes": sorted(expected) if expected is not None else expected_node_count,
+        "expectedCapacity": dict(expected_capacity),
+        "comparedWith": [other.tenant for other in others],
+    }
+    return verdict
+
+
+# ------------------------------------------------------------------------ control planes
+
+
+def version_matches(git_version: str, configured: str) -> bool:
+    """``/version`` gitVersion against the configured ``v1.35.0`` (build metadata ignored)."""
+    return git_version.split("+", 1)[0] == configured
+
+
+def tcp_status(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """A TenantControlPlane's (status, installed version) from ``status.kubernetesResources``."""
+    version = (obj.get("status") or {}).get("kubernetesResources", {}).get("version", {}) or {}
+    return str(version.get("status", "")), str(version.get("version", ""))
+
+
+@dataclass(frozen=True)
+class TcpStorage:
+    """A TenantControlPlane's ``status.storage`` as the management cluster reports it."""
+
+    tenant: str
+    namespace: str
+    name: str
+    datastore: str
+    driver: str
+    schema: str
+    user: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def tcp_storage(tenant: str, obj: Mapping[str, Any]) -> TcpStorage:
+    """Read ``status.storage`` of a TenantControlPlane object."""
+    metadata = obj.get("metadata") or {}
+    storage = (obj.get("status") or {}).get("storage") or {}
+    setup = storage.get("setup") or {}
+    return TcpStorage(
+        tenant=tenant,
+        namespace=str(metadata.get("namespace", "")),
+        name=str(metadata.get("name", "")),
+        datastore=str(storage.get("dataStoreName", "")),
+        driver=str(storage.get("driver", "")),
+        schema=str(setup.get("schema", "")),
+        user=str(setup.get("user", "")),
+    )
+
+
+def judge_datastores(
+    storages: Sequence[TcpStorage],
+    used_by: Mapping[str, Sequence[str]],
+    *,
+    expected: Mapping[str, tuple[str, str]],
+) -> Verdict:
+    """TC-09: each tenant's schema (and user) is its own and as configured; each DataStore
+    lists in ``status.usedBy`` every TenantControlPlane that uses it.
+
+    ``expected`` maps tenant -> (schema, user) from the stack config; ``used_by`` maps DataStore
+    name -> its ``status.usedBy`` (``namespace/name`` entries).
+    """
+    verdict = Verdict()
+    problems = verdict.problems
+    for storage in storages:
+        want_schema, want_user = expected.get(storage.tenant, ("", ""))
+        if not storage.datastore:
+            problems.append(f"{storage.tenant}: status.storage.dataStoreName is empty")
+        if not storage.schema:
+            problems.append(f"{storage.tenant}: status.storage.setup.schema is empty")
+        elif want_schema and storage.schema != want_schema:
+            problems.append(
+                f"{storage.tenant}: schema {storage.schema!r}, configured {want_schema!r}"
+            )
+        if want_user and storage.user != want_user:
+            problems.append(f"{storage.tenant}: user {storage.user!r}, configured {want_user!r}")
+        listed = used_by.get(storage.datastore)
+        if storage.datastore and listed is None:
+            problems.append(f"{storage.tenant}: DataStore {storage.datastore!r} not found")
+        elif storage.datastore and storage.key not in (listed or ()):
+            problems.append(
+                f"DataStore {storage.datastore!r} status.usedBy does not list {storage.key} "
+                f"(it lists: {', '.join(listed or ()) or 'nothing'})"
+            )
+    for what, values in (
+        ("schema", [s.schema for s in storages if s.schema]),
+        ("user", [s.user for s in storages if s.user]),
+    ):
+        shared = sorted({v for v in values if values.count(v) > 1})
+        if shared:
+            owners = {v: [s.tenant for s in storages if getattr(s, what) == v] for v in shared}
+            problems.append(
+                "tenants share a datastore "
+                + what
+                + ": "
+                + "; ".join(f"{v!r} ({', '.join(owners[v])})" for v in shared)
+            )
+    verdict.facts = {
+        "tenantControlPlanes": [
+            {
+                "tenant": s.tenant,
+                "tcp": s.key,
+                "dataStore": s.datastore,
+                "driver": s.driver,
+                "schema": s.schema,
+                "user": s.user,
+            }
+            for s in storages
+        ],
+        "usedBy": {name: list(entries) for name, entries in used_by.items()},
+    }
+    return verdict
+
+
+# -------------------------------------------------------------------------------- quotas
+
+_QUOTA_EXCEEDED = re.compile(
+    r"exceeded quota: (?P<quota>[^,]+), requested: (?P<requested>.*?), "
+    r"used: (?P<used>.*?), limited: (?P<limited>.*)$"
+)
+
+
+@dataclass(frozen=True)
+class QuotaRefusal:
+    """The parts of a ResourceQuota admission refusal."""
+
+    quota: str
+    requested: dict[str, str]
+    used: dict[str, str]
+    limited: dict[str, str]
+
+
+def _resource_list(text: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise EvidenceError(f"quota resource {part!r} is not name=value")
+        pairs[name.strip()] = value.strip()
+    return pairs
+
+
+def parse_quota_exceeded(message: str) -> QuotaRefusal | None:
+    """Parse ``... is forbidden: exceeded quota: <q>, requested: a=1, used: a=0, limited: a=1``."""
+    match = _QUOTA_EXCEEDED.search(message.strip())
+    if not match:
+        return None
+    return QuotaRefusal(
+        quota=match.group("quota"),
+        requested=_resource_list(match.group("requested")),
+        used=_resource_list(match.group("used")),
+        limited=_resource_list(match.group("limited")),
+    )
+
+
+def judge_quota_hard(
+    namespace: str, hard_by_quota: Mapping[str, Mapping[str, int]], expected: Mapping[str, int]
+) -> Verdict:
+    """TC-10 precondition: some ResourceQuota in the namespace holds the configured limits."""
+    verdict = Verdict(facts={"namespace": namespace, "quotas": dict(hard_by_quota)})
+    for hard in hard_by_quota.values():
+        if all(hard.get(key) == value for key, value in expected.items()):
+            return verdict
+    verdict.problems.append(
+        f"no ResourceQuota in {namespace} holds {dict(expected)} "
+        f"(found: {dict(hard_by_quota) or 'none'})"
+    )
+    return verdict

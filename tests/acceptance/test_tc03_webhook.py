@@ -1,0 +1,100 @@
+"""TC-03: the tenant API server reaches HAMi's webhook through Konnectivity.
+
+For every tenant with GPU pools: a pod requesting HAMi resources, created through the tenant
+API, comes back with ``spec.schedulerName == hami-scheduler`` - only HAMi's webhook, which runs
+on the tenant's workers, writes that, and the hosted API server can only call it through the
+Konnectivity tunnel. The Konnectivity agent pods run in the tenant's kube-system.
+
+The probe pod carries a node selector no node has: it is admitted (the webhook runs) but never
+scheduled, so it takes no card share and no node lock from the later tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.acceptance.hami_evidence import HAMI_SCHEDULER_NAME, Verdict
+from tests.acceptance.kube import (
+    API_ERRORS,
+    REQUEST_TIMEOUT,
+    create_pod,
+    describe_error,
+    meta,
+    pod_spec,
+    read_pod,
+    scratch_namespace,
+)
+from tests.acceptance.live import LiveStack
+from tests.acceptance.report import Evidence
+from tests.acceptance.workloads import UNSCHEDULABLE_SELECTOR, gpu_limits, pod_body
+
+pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
+
+KONNECTIVITY_SELECTOR = "k8s-app=konnectivity-agent"  # Kamaji internal/resources/konnectivity
+
+
+@pytest.mark.tc("TC-03")
+def test_webhook_reached_through_konnectivity(live: LiveStack, evidence: Evidence) -> None:
+    verdict = Verdict()
+    seen: dict[str, Any] = {}
+    gpu_tenants = [t for t in live.platform.tenants if t.worker_pools]
+    if not gpu_tenants:
+        pytest.skip("no tenant declares worker pools: HAMi's webhook runs on workers")
+    for tenant in gpu_tenants:
+        cluster = live.tenant(tenant.name)
+        row: dict[str, Any] = {}
+        seen[tenant.name] = row
+        agents = cluster.core.list_namespaced_pod(
+            "kube-system", label_selector=KONNECTIVITY_SELECTOR, _request_timeout=REQUEST_TIMEOUT
+        ).items
+        running = [
+            p
+            for p in agents
+            if p.status
+            and p.status.phase == "Running"
+            and all(c.ready for c in (p.status.container_statuses or []))
+        ]
+        row["konnectivityAgents"] = [
+            {
+                "pod": meta(p).name,
+                "node": pod_spec(p).node_name,
+                "phase": p.status.phase if p.status else None,
+            }
+            for p in agents
+        ]
+        if not running:
+            verdict.problems.append(
+                f"{tenant.name}: no Running konnectivity-agent pod in kube-system "
+                f"({len(agents)} found)"
+            )
+        with scratch_namespace(cluster, live.run_id) as namespace:
+            body = pod_body(
+                "webhook-probe",
+                live.run_id,
+                limits=gpu_limits(1, memory_mib=1000, cores=10),
+                node_selector=UNSCHEDULABLE_SELECTOR,
+            )
+            try:
+                created = create_pod(cluster, namespace, body)
+            except API_ERRORS as exc:
+                verdict.problems.append(
+                    f"{tenant.name}: creating a GPU pod failed: {describe_error(exc)}"
+                )
+                row["create"] = describe_error(exc)
+            else:
+                returned = pod_spec(created).scheduler_name
+                stored = pod_spec(read_pod(cluster, namespace, "webhook-probe")).scheduler_name
+                row.update(namespace=namespace, returnedSchedulerName=returned, stored=stored)
+                if returned != HAMI_SCHEDULER_NAME or stored != HAMI_SCHEDULER_NAME:
+                    verdict.problems.append(
+                        f"{tenant.name}: GPU pod came back with schedulerName {returned!r} "
+                        f"(stored {stored!r}), not {HAMI_SCHEDULER_NAME}: the webhook did not run"
+                    )
+        evidence.summary(
+            f"{tenant.name}: schedulerName={row.get('returnedSchedulerName')}, "
+            f"{len(running)} konnectivity-agent Running"
+        )
+    evidence.record("tenants", seen)
+    assert verdict.ok, verdict.explain()

@@ -1,0 +1,1 @@
+"""Integration tests: real Docker, kind and the Pulumi CLI (opt-in)."""
