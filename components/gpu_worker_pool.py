@@ -340,7 +340,9 @@ def _capi_objects(
     """Every Cluster API object of a prod pool, once the namespace and cluster name are known."""
     machine = pool.machine
     assert machine is not None
-    bootstrap = kubeadm_config_template(name, namespace, tenant, pool.name, labels)
+    bootstrap = kubeadm_config_template(
+        name, namespace, tenant, pool.name, labels, machine.provider
+    )
     infrastructure = infrastructure_machine_template(
         machine.provider, name, namespace, tenant, pool.name, machine.template
     )

@@ -115,8 +115,20 @@ def machine_selector(cluster_name: str, pool: str) -> dict[str, str]:
     return {CLUSTER_NAME_LABEL: cluster_name, POOL_LABEL: pool}
 
 
+# Without a cloud provider (the tenant's Metal3Cluster sets cloudProviderEnabled: false), CAPM3
+# matches a Node to its Metal3Machine through this label and the kubelet's provider ID, both
+# filled in by cloud-init from the Metal3 metadata at first boot.
+METAL3_NODE_LABEL = "metal3.io/uuid={{ ds.meta_data.uuid }}"
+METAL3_PROVIDER_ID = "metal3://{{ ds.meta_data.providerid }}"
+
+
 def kubeadm_config_template(
-    name: str, namespace: str, tenant: str, pool: str, node_labels: Mapping[str, str]
+    name: str,
+    namespace: str,
+    tenant: str,
+    pool: str,
+    node_labels: Mapping[str, str],
+    provider: str = "metal3",
 ) -> dict[str, Any]:
     """KubeadmConfigTemplate (v1beta2): kubeadm join with the pool's node labels.
 
@@ -124,16 +136,16 @@ def kubeadm_config_template(
     through the kubelet's ``--node-labels`` (the kubelet may set labels outside the
     ``kubernetes.io``/``k8s.io`` namespaces on itself). The kubelet's own configuration comes from
     the tenant's kubelet-config ConfigMap at join, so it matches the tenant's control plane.
+    Metal3 machines also get the label and provider ID CAPM3 needs without a cloud provider.
     """
-    spec = {
-        "joinConfiguration": {
-            "nodeRegistration": {
-                "kubeletExtraArgs": [
-                    {"name": "node-labels", "value": kubelet_node_labels_arg(node_labels)}
-                ]
-            }
-        }
-    }
+    labels_arg = kubelet_node_labels_arg(node_labels)
+    extra_args = [{"name": "node-labels", "value": labels_arg}]
+    if provider == "metal3":
+        extra_args = [
+            {"name": "node-labels", "value": f"{labels_arg},{METAL3_NODE_LABEL}"},
+            {"name": "provider-id", "value": METAL3_PROVIDER_ID},
+        ]
+    spec = {"joinConfiguration": {"nodeRegistration": {"kubeletExtraArgs": extra_args}}}
     return {
         "apiVersion": BOOTSTRAP_API,
         "kind": "KubeadmConfigTemplate",

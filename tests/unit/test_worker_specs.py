@@ -117,7 +117,7 @@ def _objects(provider: str = "metal3", template: dict[str, Any] | None = None) -
 
 
 def test_kubeadm_config_template_sets_node_labels_as_a_v1beta2_arg_list() -> None:
-    bootstrap = _objects()["bootstrap"]
+    bootstrap = kubeadm_config_template("team-a100", "team", "team", "a100", LABELS, "docker")
     assert bootstrap["apiVersion"] == "bootstrap.cluster.x-k8s.io/v1beta2"
     registration = bootstrap["spec"]["template"]["spec"]["joinConfiguration"]["nodeRegistration"]
     assert registration["kubeletExtraArgs"] == [
@@ -125,6 +125,22 @@ def test_kubeadm_config_template_sets_node_labels_as_a_v1beta2_arg_list() -> Non
             "name": "node-labels",
             "value": "gpu=on,gpu-platform.io/gpu-model=A100-80GB,gpu-platform.io/pool=a100",
         }
+    ]
+
+
+def test_metal3_nodes_carry_what_capm3_matches_without_a_cloud_provider() -> None:
+    """The tenant's Metal3Cluster sets cloudProviderEnabled: false, so CAPM3 finds each Node by
+    the metal3.io/uuid label and the kubelet's provider ID, filled in by cloud-init."""
+    registration = _objects()["bootstrap"]["spec"]["template"]["spec"]["joinConfiguration"][
+        "nodeRegistration"
+    ]
+    assert registration["kubeletExtraArgs"] == [
+        {
+            "name": "node-labels",
+            "value": "gpu=on,gpu-platform.io/gpu-model=A100-80GB,gpu-platform.io/pool=a100,"
+            "metal3.io/uuid={{ ds.meta_data.uuid }}",
+        },
+        {"name": "provider-id", "value": "metal3://{{ ds.meta_data.providerid }}"},
     ]
 
 
