@@ -92,3 +92,7 @@ docs: ## Regenerate README.md's configuration reference from the pydantic models
 .PHONY: integration
 integration: ## Opt-in, ~15 min: up -> acceptance -> destroy of the lab through the Automation API
 	GPU_PLATFORM_INTEGRATION=1 $(BIN)/python -m pytest tests/integration -m integration -p no:cacheprovider
+
+.PHONY: bench-ci
+bench-ci: ## The benchmark's structural checks, as CI runs them (no absolute timings)
+	$(BIN)/python -m benchmarks --ci --max-ratio 4.5

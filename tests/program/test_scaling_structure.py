@@ -1,0 +1,74 @@
+"""Scaling structure of the whole program under mocks (fast; no timings asserted).
+
+Synthetic lab stacks of 2 and 3 tenants (two pools each, see ``benchmarks.synthetic``): adding a
+tenant adds the same resources and never lengthens the deployment's critical path, no tenant waits
+for another and no pool for its sibling. ``python -m benchmarks`` measures the same at 2..100.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import graph
+from benchmarks.floor import floor_shape, shape_to_json
+from benchmarks.runner import measure
+from benchmarks.synthetic import synthetic_config
+from tests.support.harness import Recording, evaluate, load_stack_config
+
+SIZES = (2, 3)
+
+
+@pytest.fixture(scope="module")
+def scaled() -> dict[int, Recording]:
+    base = load_stack_config("lab")
+    recordings = {n: evaluate("lab", False, config=synthetic_config(base, n)) for n in SIZES}
+    for n, recording in recordings.items():
+        assert recording.error is None, f"{n} tenants: {recording.error}"
+        assert recording.duplicate_urns == [], f"{n} tenants: {recording.duplicate_urns[:3]}"
+    return recordings
+
+
+def test_every_tenant_adds_the_same_resources(scaled: dict[int, Recording]) -> None:
+    small, large = (scaled[n] for n in SIZES)
+    per_tenant = len(large.resources) - len(small.resources)
+    tenants = small.of_type("gpu-platform:index:GpuTenant")
+    first = tenants[0]
+    in_first = [r for r in small.resources if r is first or first in small.ancestors(r)]
+    assert per_tenant == len(in_first), "a tenant adds resources outside its own component"
+
+
+def test_critical_path_does_not_grow_with_tenants(scaled: dict[int, Recording]) -> None:
+    small, large = (graph.nodes_from(scaled[n].resources) for n in SIZES)
+    for weight in (graph.duration_weight, graph.count_weight):
+        before = graph.critical_path(small, weight)
+        after = graph.critical_path(large, weight)
+        assert after.total == before.total, (
+            f"{weight.__name__}: {before.total} at {SIZES[0]} tenants, {after.total} at "
+            f"{SIZES[1]}: {[s.name for s in after.chain]}"
+        )
+
+
+def test_tenants_and_pools_never_wait_for_each_other(scaled: dict[int, Recording]) -> None:
+    result = graph.independence(graph.nodes_from(scaled[SIZES[1]].resources))
+    assert result.pools == 2 * SIZES[1]
+    assert result.cross_tenant == ()
+    assert result.cross_pool == ()
+
+
+def test_benchmark_runner_records_what_the_harness_records(
+    scaled: dict[int, Recording],
+) -> None:
+    config = synthetic_config(load_stack_config("lab"), SIZES[0])
+    program = measure("program", "lab", config, SIZES[0], timeout=240)
+    assert program.error is None
+    assert {r.urn for r in program.resources} == {r.urn for r in scaled[SIZES[0]].resources}
+    assert program.eval_seconds > 0
+    assert program.peak_rss_kib >= program.baseline_rss_kib > 0
+    shape = shape_to_json(floor_shape(graph.nodes_from(program.resources)))
+    floor = measure("floor", "lab", config, SIZES[0], shape=shape, timeout=240)
+    assert floor.error is None
+    assert floor.count == program.count
+    assert {r.type for r in floor.resources} <= {
+        "gpu-platform:bench:Group",
+        "gpu-platform:bench:Trivial",
+    }
