@@ -422,7 +422,10 @@ class Tenant(_Model):
     gpu_quotas: list[GpuQuota] = Field(
         default_factory=list, description="HAMi ResourceQuotas inside the tenant"
     )
-    worker_pools: list[WorkerPool] = Field(default_factory=list, description="GPU node pools")
+    worker_pools: list[WorkerPool] = Field(
+        min_length=1,
+        description="GPU node pools (at least one: the tenant's CNI and HAMi run on its workers)",
+    )
     workloads: list[Workload] = Field(
         default_factory=list, description="GPU workloads reviewed at preview, then deployed"
     )

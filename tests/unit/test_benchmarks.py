@@ -367,6 +367,7 @@ def _tenant(control_plane: dict[str, Any]) -> Tenant:
             "dataStore": {"name": "default", "schema": "t", "username": "t"},
             "network": {"podCidr": "10.1.0.0/16", "serviceCidr": "10.2.0.0/16"},
             "controlPlane": control_plane,
+            "workerPools": [{"name": "gpu", "cards": [{"model": "L4-24GB"}]}],
         }
     )
 

@@ -331,3 +331,10 @@ def test_nodeport_control_planes_are_refused() -> None:
     raw = stack_platform("lab")
     raw["tenants"][0]["controlPlane"] = {"serviceType": "NodePort"}
     expect_error(raw, "tenants[0].controlPlane.serviceType:", "LoadBalancer")
+
+
+def test_a_tenant_needs_a_worker_pool() -> None:
+    """Without workers the tenant's Calico and HAMi releases could never become ready."""
+    raw = stack_platform("lab")
+    raw["tenants"][0]["workerPools"] = []
+    expect_error(raw, "tenants[0].workerPools:", "add at least one entry")
