@@ -5,7 +5,7 @@ under mocks next to the bare-SDK floor, the deployment critical path, and the co
 footprint of the lab and prod stack files. Prints plain-text tables, writes
 ``reports/benchmark.json``, exits 0 unless an evaluation fails (goals are reported, not enforced).
 
-``--ci``: 2 and 10 tenants, best of 3, writes ``reports/benchmark-ci.json``; exits 1 only on a
+``--ci``: 2 and 20 tenants, best of 3, writes ``reports/benchmark-ci.json``; exits 1 only on a
 structural regression — the critical path grows with the number of tenants, a tenant (or pool)
 waits for a sibling, or the program costs more than ``--max-ratio`` (3) x the floor per resource
 in CPU time at the largest size — never on absolute seconds (and on a program that does not

@@ -35,12 +35,13 @@ import os
 import pstats
 import resource
 import runpy
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from tests.support.harness import run_child
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = REPO_ROOT / "__main__.py"
@@ -161,27 +162,12 @@ def measure(
         "preload": preload or [],
         "profile": profile,
     }
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO_ROOT), str(REPO_ROOT / "policies"), env.get("PYTHONPATH", "")]
-    )
     started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.runner"],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
+    try:
+        payload = run_child("benchmarks.runner", request, timeout)
+    except RuntimeError as exc:
+        raise RuntimeError(f"benchmark runner crashed ({kind}, {tenants} tenants): {exc}") from exc
     elapsed = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"benchmark runner crashed ({kind}, {tenants} tenants):\n{proc.stderr[-4000:]}"
-        )
-    payload = json.loads(proc.stdout)
     return Measurement(
         kind=kind,
         tenants=tenants,

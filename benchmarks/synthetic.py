@@ -30,7 +30,7 @@ from components.config import CONFIG_KEY, parse_platform
 
 PLATFORM_KEY = f"gpu-platform:{CONFIG_KEY}"
 FULL_SIZES: tuple[int, ...] = (2, 10, 50, 100)
-CI_SIZES: tuple[int, ...] = (2, 10)
+CI_SIZES: tuple[int, ...] = (2, 20)
 POOLS_PER_TENANT = 2
 ADDRESS_SPACE = "10.0.0.0/8"
 DEFAULT_PREFIX = 20

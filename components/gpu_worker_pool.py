@@ -18,7 +18,6 @@ to check capacity fit at preview). Decisions live in ``components.gpu_inventory`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -39,6 +38,7 @@ from components.gpu_inventory import (
 from components.gpu_tenant import GpuTenant
 from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TENANT_LABEL
 from components.management_cluster import ManagementCluster
+from components.scripts import read_script
 from components.versions import PINNED
 from components.worker_specs import (
     BOOTSTRAP_API,
@@ -55,7 +55,6 @@ from components.worker_specs import (
 )
 
 TYPE_TOKEN = "gpu-platform:index:GpuWorkerPool"
-SCRIPTS_DIR = Path(__file__).resolve().parents[1] / "scripts" / "worker"
 BASH = ["/bin/bash", "-c"]
 # Which docker container backs a lab node (changes when the container is replaced, so the node
 # patch is applied again to the node the new container registers).
@@ -63,7 +62,7 @@ WORKER_CONTAINER_ANNOTATION = "gpu-platform.io/worker-container"
 
 
 def _script(name: str) -> str:
-    return (SCRIPTS_DIR / name).read_text()
+    return read_script("worker", name)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -51,10 +50,10 @@ from components.management_values import (
     metallb_gate_env,
     metallb_values,
 )
+from components.scripts import read_script
 from components.versions import PINNED, HelmChart
 
 TYPE_TOKEN = "gpu-platform:index:ManagementCluster"
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts" / "management"
 BASH = ["/bin/bash", "-c"]
 # Read-only commands and readiness gates have nothing to undo on delete.
 NOTHING_TO_DELETE = "true"
@@ -62,7 +61,7 @@ PROD_CLUSTER_IDENTIFIER = "gpu-platform-management"
 
 
 def _script(name: str) -> str:
-    return (SCRIPTS / name).read_text()
+    return read_script("management", name)
 
 
 @dataclass(frozen=True)
@@ -199,22 +198,7 @@ class ManagementCluster(pulumi.ComponentResource):
         )
         advertisement = self._custom_resource("metallb-l2", l2_advertisement(), [pool])
 
-        cert_manager = self._release(
-            CERT_MANAGER_RELEASE, PINNED.cert_manager, CERT_MANAGER_NAMESPACE, cert_manager_values()
-        )
-        kamaji = self._release(
-            KAMAJI_RELEASE,
-            PINNED.kamaji,
-            KAMAJI_NAMESPACE,
-            kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=True),
-            depends_on=[cert_manager],
-            timeout=900,
-        )
-        kamaji_ready = self._gate(
-            "kamaji-ready",
-            kamaji_gate_env(self._platform.kubernetes_version, with_etcd=True),
-            [kamaji],
-        )
+        _, kamaji_ready = self._cert_manager_and_kamaji(deploy_etcd=True)
         self.default_datastore = pulumi.Output.from_input(DEFAULT_DATASTORE)
         self.ready = [kamaji_ready, pool, advertisement]
 
@@ -231,22 +215,7 @@ class ManagementCluster(pulumi.ComponentResource):
         self.kind_network = None
         self.lb_pool = pulumi.Output.from_input([])
 
-        cert_manager = self._release(
-            CERT_MANAGER_RELEASE, PINNED.cert_manager, CERT_MANAGER_NAMESPACE, cert_manager_values()
-        )
-        kamaji = self._release(
-            KAMAJI_RELEASE,
-            PINNED.kamaji,
-            KAMAJI_NAMESPACE,
-            kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=existing.kamaji_etcd),
-            depends_on=[cert_manager],
-            timeout=900,
-        )
-        kamaji_ready = self._gate(
-            "kamaji-ready",
-            kamaji_gate_env(self._platform.kubernetes_version, with_etcd=existing.kamaji_etcd),
-            [kamaji],
-        )
+        cert_manager, kamaji_ready = self._cert_manager_and_kamaji(existing.kamaji_etcd)
 
         operator = self._release(
             CAPI_OPERATOR_RELEASE,
@@ -274,6 +243,29 @@ class ManagementCluster(pulumi.ComponentResource):
         self.ready = [kamaji_ready, capi_ready]
 
     # ---------------------------------------------------------------------------- helpers
+
+    def _cert_manager_and_kamaji(
+        self, deploy_etcd: bool
+    ) -> tuple[k8s.helm.v3.Release, local.Command]:
+        """cert-manager, then Kamaji (pinned image, bundled etcd on request), then the gate that
+        waits until Kamaji's CRDs and webhooks serve. Returns cert-manager and the gate."""
+        cert_manager = self._release(
+            CERT_MANAGER_RELEASE, PINNED.cert_manager, CERT_MANAGER_NAMESPACE, cert_manager_values()
+        )
+        kamaji = self._release(
+            KAMAJI_RELEASE,
+            PINNED.kamaji,
+            KAMAJI_NAMESPACE,
+            kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=deploy_etcd),
+            depends_on=[cert_manager],
+            timeout=900,
+        )
+        kamaji_ready = self._gate(
+            "kamaji-ready",
+            kamaji_gate_env(self._platform.kubernetes_version, with_etcd=deploy_etcd),
+            [kamaji],
+        )
+        return cert_manager, kamaji_ready
 
     def _k8s_opts(self, depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
         """Options of every Kubernetes object: the management provider, explicitly; in the lab

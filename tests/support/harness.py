@@ -223,12 +223,20 @@ def evaluate(
         "preview": preview,
         "config": config if config is not None else load_stack_config(stack),
     }
+    payload = run_child("tests.support.harness_runner", request, timeout)
+    resources = [Registration(**r) for r in payload.pop("resources")]
+    return Recording(resources=resources, **payload)
+
+
+def run_child(module: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run ``python -m <module>`` from the repository with ``request`` as JSON on stdin and
+    return the JSON it prints; a crash raises with the end of its stderr."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(REPO_ROOT), str(REPO_ROOT / "policies"), env.get("PYTHONPATH", "")]
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.support.harness_runner"],
+        [sys.executable, "-m", module],
         input=json.dumps(request),
         capture_output=True,
         text=True,
@@ -238,9 +246,6 @@ def evaluate(
         check=False,
     )
     if proc.returncode != 0:
-        raise RuntimeError(
-            f"harness runner crashed for stack {stack} (preview={preview}):\n{proc.stderr[-4000:]}"
-        )
-    payload = json.loads(proc.stdout)
-    resources = [Registration(**r) for r in payload.pop("resources")]
-    return Recording(resources=resources, **payload)
+        raise RuntimeError(f"{module} crashed on {request.get('stack')}:\n{proc.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from components.gpu_worker_pool import SCRIPTS_DIR
+from components.scripts import SCRIPTS_ROOT
+
+SCRIPTS_DIR = SCRIPTS_ROOT / "worker"
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO_ROOT / "scripts"
