@@ -74,7 +74,12 @@ ADMIN_KUBECONFIG_KEY = "admin.conf"
 CAPI_KUBECONFIG_KEY = "value"
 
 # kindest/node (and kubeadm nodes generally) run the kubelet with the systemd cgroup driver.
-KUBELET_CGROUP_PATCH = {"op": "replace", "path": "/cgroupDriver", "value": "systemd"}
+# ``add``, not ``replace``: Kamaji (26.8.2-edge, ``internal/kubeadm/uploadconfig.go``) sets the
+# generated KubeletConfiguration's ``cgroupDriver`` from the deprecated ``kubelet.cgroupfs`` and
+# drops the key when that is unset, and an RFC 6902 ``replace`` of a missing key fails: the
+# kubelet-config phase would never finish and the control plane never become Ready (upstream's
+# own sample moved to ``add``, clastix/kamaji#1310). ``add`` sets the member either way.
+KUBELET_CGROUP_PATCH = {"op": "add", "path": "/cgroupDriver", "value": "systemd"}
 
 # Keys of a Secret holding an external DataStore's credentials, per driver. The credentials config
 # value is a JSON object with exactly these keys (PEM text or plain strings).
@@ -386,12 +391,19 @@ def network_policies(
     datastores — are then refused on every port, including these two. Where the pod CIDR is
     not known (an existing prod cluster), the two ports stay open cluster-wide; they are the
     ones exposed to the workers anyway and are protected by the API server's authentication.
+    "Cluster-wide" is said with an explicit all-namespaces peer next to the ``ipBlock``: the
+    Cluster API controllers (bootstrap tokens, node references, provider IDs) reach the tenant
+    API from management-cluster pods, and CNIs such as Cilium never match pod traffic with an
+    ``ipBlock``, not even ``0.0.0.0/0``.
     """
     labels = tenant_labels(tenant_name)
     all_pods: dict[str, Any] = {}
     ip_block: dict[str, Any] = {"cidr": "0.0.0.0/0"}
+    port_sources: list[dict[str, Any]] = [{"ipBlock": ip_block}]
     if blocked_sources:
         ip_block["except"] = list(blocked_sources)
+    else:
+        port_sources.append({"namespaceSelector": {}})
 
     def policy(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -434,7 +446,7 @@ def network_policies(
                 "policyTypes": ["Ingress"],
                 "ingress": [
                     {
-                        "from": [{"ipBlock": ip_block}],
+                        "from": port_sources,
                         "ports": [
                             {"protocol": "TCP", "port": API_SERVER_PORT},
                             {"protocol": "TCP", "port": KONNECTIVITY_PORT},

@@ -236,6 +236,14 @@ def machine_deployment(
     }
 
 
+# How long a machine may go without a Node before its health check remediates it. Cluster API's
+# default (10 minutes, counted from the Machine's creation until its infrastructure is ready) is
+# shorter than provisioning a bare-metal GPU server (cleaning, writing the image, reboots with
+# long POSTs, or waiting for a free BareMetalHost): the check would delete machines that are
+# still being provisioned, and their replacements, over and over.
+DEFAULT_NODE_STARTUP_TIMEOUT = "60m"
+
+
 def machine_health_check(
     name: str,
     namespace: str,
@@ -244,11 +252,15 @@ def machine_health_check(
     cluster_name: str,
     unhealthy_after: str,
     max_unhealthy: str,
+    node_startup_timeout: str = DEFAULT_NODE_STARTUP_TIMEOUT,
 ) -> dict[str, Any]:
     """MachineHealthCheck (v1beta2): a machine whose node is Ready=False/Unknown for
-    ``unhealthy_after`` is remediated, unless more than ``max_unhealthy`` are unhealthy
-    (v1beta2 moved ``maxUnhealthy`` to ``remediation.triggerIf.unhealthyLessThanOrEqualTo``)."""
+    ``unhealthy_after``, or that has no node ``node_startup_timeout`` after it was created (or
+    its infrastructure became ready), is remediated, unless more than ``max_unhealthy`` are
+    unhealthy (v1beta2 moved ``maxUnhealthy`` to
+    ``remediation.triggerIf.unhealthyLessThanOrEqualTo``)."""
     timeout = parse_duration_seconds(unhealthy_after)
+    startup = parse_duration_seconds(node_startup_timeout)
     limit: int | str = int(max_unhealthy) if max_unhealthy.isdigit() else max_unhealthy
     return {
         "apiVersion": CLUSTER_API,
@@ -262,10 +274,11 @@ def machine_health_check(
             "clusterName": cluster_name,
             "selector": {"matchLabels": machine_selector(cluster_name, pool)},
             "checks": {
+                "nodeStartupTimeoutSeconds": startup,
                 "unhealthyNodeConditions": [
                     {"type": "Ready", "status": "False", "timeoutSeconds": timeout},
                     {"type": "Ready", "status": "Unknown", "timeoutSeconds": timeout},
-                ]
+                ],
             },
             "remediation": {"triggerIf": {"unhealthyLessThanOrEqualTo": limit}},
         },

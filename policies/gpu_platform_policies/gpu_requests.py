@@ -26,12 +26,16 @@ GPUCORES: Final = "nvidia.com/gpucores"
 PRIORITY: Final = "nvidia.com/priority"
 HAMI_RESOURCES: Final = (GPU, GPUMEM, GPUMEM_PERCENTAGE, GPUCORES, PRIORITY)
 HAMI_SCHEDULER: Final = "hami-scheduler"
+# Kubernetes defaults an unset schedulerName to this before admission, so HAMi's webhook
+# (``--force-overwrite-default-scheduler``, on in chart 2.10.0 and never turned off here)
+# rewrites it exactly like an absent one: writing it out does not bypass HAMi.
+DEFAULT_SCHEDULER: Final = "default-scheduler"
 _MIB: Final = 1 << 20
 
 REMEDIATION: Final = (
     "Ask the HAMi way: nvidia.com/gpu: <cards> with nvidia.com/gpumem: <MiB> (a plain integer) or "
     "nvidia.com/gpumem-percentage: <1..100>, and nvidia.com/gpucores: <1..100>; no privileged "
-    "GPU containers, no nodeName, schedulerName absent or hami-scheduler."
+    "GPU containers, no nodeName, schedulerName absent, default-scheduler or hami-scheduler."
 )
 
 
@@ -203,7 +207,7 @@ def check_workload(resource: Resource) -> list[str]:
             "allocated). Remove nodeName (use a nodeSelector or affinity instead)"
         )
     scheduler = get(spec, "schedulerName")
-    if isinstance(scheduler, str) and scheduler not in ("", HAMI_SCHEDULER):
+    if isinstance(scheduler, str) and scheduler not in ("", DEFAULT_SCHEDULER, HAMI_SCHEDULER):
         messages.append(
             f"pod spec sets schedulerName {scheduler!r}; HAMi's webhook then leaves the pod "
             f"alone and it is not scheduled by {HAMI_SCHEDULER}, so no card is allocated. Remove "

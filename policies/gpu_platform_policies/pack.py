@@ -208,8 +208,8 @@ def build_policies() -> list[Policy]:
             remediation_steps=(
                 "Enable spec.addons.konnectivity, keep MutatingAdmissionWebhook and "
                 "ValidatingAdmissionWebhook in admission-controller overrides, and in prod set "
-                "scheduler.admissionWebhook.failurePolicy: Fail with kube-system in "
-                "scheduler.admissionWebhook.whitelistNamespaces."
+                "scheduler.admissionWebhook.failurePolicy: Fail with kube-system, the CNI's and "
+                "HAMi's namespaces in scheduler.admissionWebhook.whitelistNamespaces."
             ),
         ),
         ResourceValidationPolicy(

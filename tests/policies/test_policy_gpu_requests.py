@@ -64,6 +64,13 @@ def test_hami_scheduler_name_is_fine() -> None:
     assert check(pod_spec([container(gpu())], schedulerName="hami-scheduler")) == []
 
 
+def test_default_scheduler_written_out_is_fine() -> None:
+    # The API server defaults an absent schedulerName to default-scheduler before admission, and
+    # HAMi's webhook (--force-overwrite-default-scheduler=true, chart 2.10.0 default) rewrites it
+    # to hami-scheduler: manifests exported with `kubectl get -o yaml` carry it and are fine.
+    assert check(pod_spec([container(gpu())], schedulerName="default-scheduler")) == []
+
+
 def test_non_workload_types_are_ignored() -> None:
     props = {"data": {"x": "nvidia.com/gpumem: 20Gi"}}
     args = resource_args("kubernetes:core/v1:ConfigMap", props)
@@ -167,7 +174,7 @@ def test_node_name_pinning_is_a_violation() -> None:
     assert "nodeName 'gpu-node-1'" in messages[0]
 
 
-@pytest.mark.parametrize("scheduler", ["default-scheduler", "volcano"])
+@pytest.mark.parametrize("scheduler", ["volcano", "my-scheduler"])
 def test_scheduler_names_bypassing_hami_are_a_violation(scheduler: str) -> None:
     messages = check(pod_spec([container(gpu())], schedulerName=scheduler))
     assert len(messages) == 1

@@ -114,7 +114,14 @@ def test_prod_config() -> None:
     assert prod["lab-only-components"].properties["environment"] == "prod"
     assert prod["tenant-webhook-path"].properties["environment"] == "prod"
     assert prod["tenant-datastore-separation"].properties["requireDedicatedDataStore"] is True
-    assert "kube-system" in prod["tenant-webhook-path"].properties["systemNamespaces"]
+    # platform.md §3: with failurePolicy Fail the system namespaces, the CNI's and HAMi's own
+    # stay ungated, or a down webhook keeps Calico (and so HAMi itself) from coming back.
+    assert set(prod["tenant-webhook-path"].properties["systemNamespaces"]) >= {
+        "kube-system",
+        "tigera-operator",
+        "calico-system",
+        "hami-system",
+    }
 
 
 def test_main_only_builds_the_policy_pack() -> None:

@@ -309,6 +309,26 @@ def test_the_lab_stack_judged_as_prod_is_blocked_by_its_lab_parts(
     assert any("hami.io/node-nvidia-register" in m for m in lab_only)
 
 
+def test_prod_config_keeps_the_cni_out_of_the_webhooks_reach(
+    recordings: Callable[[str, bool], Recording],
+) -> None:
+    """With failurePolicy Fail, a HAMi whose webhook gates Calico's namespace deadlocks the
+    tenant once the webhook is down (no CNI, so no HAMi): prod's policy config blocks it."""
+    prod = recordings("prod", False)
+    changed: list[Registration] = []
+    for reg in prod.resources:
+        if is_hami(reg):
+            reg = copy.deepcopy(reg)
+            for props in (reg.inputs, reg.outputs):
+                webhook = props["values"]["scheduler"]["admissionWebhook"]
+                webhook["whitelistNamespaces"].remove("calico-system")
+        changed.append(reg)
+    findings = blocking(run_pack(changed, load_policy_config("prod")))
+    gated = [f for f in findings if f.policy == "tenant-webhook-path"]
+    assert len(gated) == len(tenant_names("prod")), [f.message for f in findings]
+    assert all("gates calico-system" in f.message for f in gated)
+
+
 # ------------------------------------------- the lab report's cases through the program
 
 

@@ -278,6 +278,17 @@ def test_lab_policies_keep_the_management_pod_network_out(evaluated: Evaluated) 
         ]
 
 
+def test_prod_policies_let_cluster_api_controllers_reach_the_tenant_api(
+    evaluated: Evaluated,
+) -> None:
+    # The management cluster's pod network is unknown in prod; Cluster API's controllers reach
+    # the tenant API from pods, which an ipBlock alone does not admit on every CNI.
+    prod = evaluated("prod", False)
+    for name in _tenants(prod):
+        spec = _named(prod, f"{name}-allow-control-plane-ports").inputs["spec"]
+        assert {"namespaceSelector": {}} in spec["ingress"][0]["from"]
+
+
 # ------------------------------------------------------------------ inside a tenant
 
 

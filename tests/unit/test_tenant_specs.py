@@ -102,8 +102,41 @@ def test_tenant_control_plane_network_and_kubelet() -> None:
     assert spec["networkProfile"]["port"] == 6443
     assert spec["kubernetes"]["version"] == "v1.35.0"
     assert spec["kubernetes"]["kubelet"]["configurationJSONPatches"] == [
-        {"op": "replace", "path": "/cgroupDriver", "value": "systemd"}
+        {"op": "add", "path": "/cgroupDriver", "value": "systemd"}
     ]
+    assert "cgroupfs" not in spec["kubernetes"]["kubelet"]
+
+
+def _apply_member_patch(document: dict[str, Any], patch: dict[str, Any]) -> None:
+    """RFC 6902 add/replace of a top-level member: ``replace`` needs the member to exist."""
+    key = patch["path"].removeprefix("/")
+    assert "/" not in key, "only top-level members are modelled"
+    if patch["op"] == "replace" and key not in document:
+        raise KeyError(f"replace operation does not apply: doc is missing key: /{key}")
+    assert patch["op"] in ("add", "replace")
+    document[key] = patch["value"]
+
+
+@pytest.mark.parametrize("build", ["tcp", "kcp"])
+def test_kubelet_patches_apply_to_the_configuration_kamaji_generates(build: str) -> None:
+    # Kamaji 26.8.2-edge generates the KubeletConfiguration with cgroupDriver taken from the
+    # deprecated kubelet.cgroupfs, which the program leaves unset: the key is then omitted
+    # (omitempty), and the patches must still leave the kubelet on the systemd driver.
+    generated: dict[str, Any] = {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "clusterDomain": "cluster.local",
+        "rotateCertificates": True,
+    }
+    kubelet = (
+        _tcp()["spec"]["kubernetes"]["kubelet"]
+        if build == "tcp"
+        else _kcp(PROD.tenants[0])["spec"]["kubelet"]
+    )
+    assert "cgroupfs" not in kubelet
+    for patch in kubelet["configurationJSONPatches"]:
+        _apply_member_patch(generated, patch)
+    assert generated["cgroupDriver"] == "systemd"
 
 
 def test_tenant_control_plane_addons_include_konnectivity() -> None:
@@ -348,8 +381,24 @@ def test_workers_reach_only_the_api_and_konnectivity_ports_from_outside_the_pod_
     [rule] = spec["ingress"]
     assert rule["from"] == [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.244.0.0/16"]}}]
     assert rule["ports"] == [{"protocol": "TCP", "port": 6443}, {"protocol": "TCP", "port": 8132}]
-    unknown_pod_network = _by_name(network_policies("t", "t"))["allow-control-plane-ports"]
-    assert unknown_pod_network["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "0.0.0.0/0"}}]
+    # Lab: no other selector opens the two ports to pods of the management cluster.
+    assert not any("namespaceSelector" in peer for peer in rule["from"])
+
+
+def test_without_a_known_pod_network_the_ports_are_open_to_management_pods_too() -> None:
+    # Prod: Cluster API controllers in other namespaces (bootstrap tokens, node references,
+    # provider IDs) reach the tenant API from pods; an ipBlock alone does not admit pod traffic
+    # on every CNI (Cilium never matches cluster endpoints by CIDR), an all-namespaces peer does.
+    spec = _by_name(network_policies("t", "t"))["allow-control-plane-ports"]["spec"]
+    [rule] = spec["ingress"]
+    assert rule["from"] == [{"ipBlock": {"cidr": "0.0.0.0/0"}}, {"namespaceSelector": {}}]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 6443}, {"protocol": "TCP", "port": 8132}]
+    # ... and only those ports: every other rule still admits this namespace and Kamaji only.
+    for policy in network_policies("t", "t"):
+        if policy["metadata"]["name"] == "allow-control-plane-ports":
+            continue
+        for other in policy["spec"].get("ingress", []):
+            assert {"namespaceSelector": {}} not in other["from"]
 
 
 # ---------------------------------------------------------------------- quotas, workloads

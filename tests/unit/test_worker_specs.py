@@ -195,6 +195,15 @@ def test_health_check_uses_the_v1beta2_shape() -> None:
     assert absolute["spec"]["remediation"]["triggerIf"]["unhealthyLessThanOrEqualTo"] == 2
 
 
+def test_health_check_gives_bare_metal_time_to_provision() -> None:
+    # Cluster API's default nodeStartupTimeoutSeconds is 600 s from the Machine's creation: a
+    # GPU server still being cleaned, imaged and rebooted by Metal3 would be remediated.
+    checks = _objects()["health"]["spec"]["checks"]
+    assert checks["nodeStartupTimeoutSeconds"] == 3600
+    custom = machine_health_check("n", "ns", "t", "p", "c", "5m", "2", node_startup_timeout="2h")
+    assert custom["spec"]["checks"]["nodeStartupTimeoutSeconds"] == 7200
+
+
 @pytest.mark.parametrize("provider", ["metal3", "docker"])
 def test_every_object_validates_against_its_pinned_crd(provider: str, upstream_dir: Path) -> None:
     template = METAL3_SPEC if provider == "metal3" else {"customImage": "kindest/node:v1.35.0"}
