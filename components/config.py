@@ -47,6 +47,7 @@ _FIXES = {
     "int_from_float": "write a whole number",
     "string_type": "write a string (quote it in YAML)",
     "bool_parsing": "write true or false",
+    "string_pattern_mismatch": "see this key in the README's configuration reference",
 }
 
 
@@ -142,7 +143,12 @@ class MachineHealthCheckSpec(_Model):
 
     enabled: bool = Field(default=False, description="create a MachineHealthCheck")
     unhealthy_after: str = Field(default="300s", description="NotReady/Unknown for this long")
-    max_unhealthy: str = Field(default="40%", description="stop remediating above this share")
+    max_unhealthy: str = Field(
+        default="1",
+        pattern=r"^(\d+|\d{1,3}%)$",
+        description="remediate only while at most this many (or this % of) machines are "
+        "unhealthy; a % of a 1-2 machine pool rounds down to 0 and never remediates",
+    )
 
 
 class MachineSpec(_Model):
@@ -701,6 +707,15 @@ class PlatformConfig(_Model):
                     problems.append(f"{key}.machine: prod pools need a Cluster API machine spec")
                 if self.mode == "lab" and pool.machine is not None:
                     problems.append(f"{key}.machine: lab workers are containers; remove machine")
+        if self.mode == "prod":
+            for t_index, tenant in enumerate(self.tenants):
+                slots = {pool.slots_per_card for pool in tenant.worker_pools}
+                if len(slots) > 1:
+                    problems.append(
+                        f"tenants[{t_index}].workerPools[].slotsPerCard: HAMi's device plugin "
+                        f"splits every card of a tenant the same way, but the pools say "
+                        f"{sorted(slots)}; give them one value"
+                    )
         if self.mode == "prod" and self.existing.cluster_api.infrastructure.name == "metal3":
             for t_index, tenant in enumerate(self.tenants):
                 if tenant.control_plane.address is None:

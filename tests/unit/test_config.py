@@ -338,3 +338,29 @@ def test_a_tenant_needs_a_worker_pool() -> None:
     raw = stack_platform("lab")
     raw["tenants"][0]["workerPools"] = []
     expect_error(raw, "tenants[0].workerPools:", "add at least one entry")
+
+
+def test_prod_pools_of_a_tenant_share_one_split_count() -> None:
+    """HAMi's real device plugin has one deviceSplitCount per tenant (the chart's value)."""
+    raw = stack_platform("prod")
+    pools = raw["tenants"][0]["workerPools"]
+    pools.append({**pools[0], "name": "a100-wide", "slotsPerCard": 4})
+    expect_error(raw, "tenants[0].workerPools[].slotsPerCard:", "[4, 10]")
+
+
+@pytest.mark.parametrize("value", ["40", "forty", "40 %", "1000%"])
+def test_health_check_limit_is_a_count_or_a_percentage(value: str) -> None:
+    raw = stack_platform("prod")
+    raw["tenants"][0]["workerPools"][0]["machine"]["healthCheck"]["maxUnhealthy"] = value
+    if value == "40":
+        assert parse_platform(raw).tenants[0].worker_pools[0].machine is not None
+    else:
+        expect_error(raw, "healthCheck.maxUnhealthy:")
+
+
+def test_health_check_default_remediates_small_pools() -> None:
+    """40 % of a 2-machine pool rounds down to 0: the default is an absolute 1."""
+    platform = parse_platform(stack_platform("prod"))
+    machine = platform.tenants[0].worker_pools[0].machine
+    assert machine is not None
+    assert machine.health_check.max_unhealthy == "1"
