@@ -5,12 +5,20 @@
 # removed on exit). Environment: NODE_NAME. Prints progress on stderr only; kubeadm's output is
 # passed through a filter that masks anything shaped like a bootstrap token or CA hash.
 # Idempotent: with /etc/kubernetes/kubelet.conf present and the node registered, it does nothing.
+#
+# Retries: Kamaji marks a control plane Ready before its in-tenant controllers have finished the
+# kubeadm phases a join needs (the admin ClusterRoleBinding, bootstrap-token RBAC, cluster-info,
+# kubelet-config), so token creation and the join are retried (kubeadm reset between two joins)
+# until JOIN_TIMEOUT seconds (default 300) have passed, JOIN_RETRY_SECONDS (default 5) apart.
 # RUN_DIR and KUBELET_CONF exist for the offline tests (defaults: /run, kubeadm's kubelet.conf).
+# The host's swap may stay on: the lab's kubelets run with failSwapOn false, as kind's nodes do.
 set -euo pipefail
 
 : "${NODE_NAME:?NODE_NAME is required}"
 run_dir="${RUN_DIR:-/run}"
 kubelet_conf="${KUBELET_CONF:-/etc/kubernetes/kubelet.conf}"
+join_timeout="${JOIN_TIMEOUT:-300}"
+retry_seconds="${JOIN_RETRY_SECONDS:-5}"
 
 umask 077
 workdir="$(mktemp -d "${run_dir}/gpu-platform-join.XXXXXX")"
@@ -23,12 +31,35 @@ redact() {
   sed -E -e 's/[a-z0-9]{6}\.[a-z0-9]{16}/<redacted-token>/g' \
     -e 's/sha256:[a-f0-9]{64}/sha256:<redacted>/g' >&2
 }
-registered() {
-  kubectl --kubeconfig "$kubeconfig" --request-timeout=20s get node "$NODE_NAME" >/dev/null 2>&1
+# node_state: "registered", "absent" (the tenant API says NotFound) or "unknown" (no answer, or
+# an answer that is not about the node: never a reason to reset a node that joined before).
+node_state() {
+  local output
+  if output="$(kubectl --kubeconfig "$kubeconfig" --request-timeout=20s get node "$NODE_NAME" \
+    -o name 2>&1)"; then
+    echo registered
+  elif grep -q "(NotFound)" <<<"$output"; then
+    echo absent
+  else
+    echo unknown
+  fi
+}
+
+deadline=$((SECONDS + join_timeout))
+# wait_or_give_up WHAT: sleep before the next attempt, or fail once the deadline has passed.
+wait_or_give_up() {
+  if ((SECONDS >= deadline)); then
+    log "gave up after ${join_timeout}s: $1"
+    exit 1
+  fi
+  sleep "$retry_seconds"
 }
 
 if [[ -f "$kubelet_conf" ]]; then
-  if registered; then
+  while state="$(node_state)" && [[ "$state" == unknown ]]; do
+    wait_or_give_up "the tenant API did not say whether node ${NODE_NAME} exists"
+  done
+  if [[ "$state" == registered ]]; then
     log "already a node of the tenant; nothing to do"
     exit 0
   fi
@@ -39,17 +70,51 @@ fi
 modprobe br_netfilter 2>/dev/null || log "modprobe br_netfilter failed (tolerated)"
 swapoff -a || log "swapoff -a failed (tolerated)"
 
-if ! join_command="$(kubeadm token create --print-join-command --kubeconfig "$kubeconfig" 2>"$workdir/token.err")"; then
-  redact <"$workdir/token.err"
-  log "kubeadm token create failed"
-  exit 1
-fi
-read -r -a join_args <<<"$join_command"
-if [[ "${join_args[0]:-}" != kubeadm || "${join_args[1]:-}" != join ]]; then
-  log "kubeadm token create did not print a join command"
-  exit 1
-fi
+# join_once: 0 joined; 1 no join command yet (nothing to undo); 2 kubeadm join failed.
+join_once() {
+  local join_command
+  local -a join_args
+  if ! join_command="$(kubeadm token create --print-join-command --kubeconfig "$kubeconfig" \
+    2>"$workdir/token.err")"; then
+    redact <"$workdir/token.err"
+    log "kubeadm token create failed"
+    return 1
+  fi
+  read -r -a join_args <<<"$join_command"
+  if [[ "${join_args[0]:-}" != kubeadm || "${join_args[1]:-}" != join ]]; then
+    log "kubeadm token create did not print a join command"
+    exit 1
+  fi
+  log "running kubeadm join"
+  if ! "${join_args[@]}" --ignore-preflight-errors=SystemVerification,FileExisting 2>&1 | redact; then
+    return 2
+  fi
+}
 
-log "running kubeadm join"
-"${join_args[@]}" --ignore-preflight-errors=SystemVerification,FileExisting 2>&1 | redact
+while :; do
+  status=0
+  join_once || status=$?
+  if ((status == 0)); then
+    break
+  fi
+  if ((status == 2)); then
+    if [[ -f "$kubelet_conf" && "$(node_state)" == registered ]]; then
+      log "kubeadm join reported a failure, but the node is registered: keeping it"
+      break
+    fi
+    log "kubeadm join failed: resetting before the next attempt"
+    kubeadm reset --force 2>&1 | redact || log "kubeadm reset failed (tolerated)"
+  fi
+  wait_or_give_up "the tenant did not accept the join (its kubeadm phases may not be done)"
+done
+
+# kubeadm join returns once the kubelet has its client certificate; the kubelet registers its
+# Node a moment later. Only then is the node reported joined: what comes next patches the Node,
+# and an object created by anyone else first is adopted by the kubelet with its extended
+# resources (the nvidia.com/gpu capacity set next) reset to 0 on a node without device-plugin
+# state.
+deadline=$((SECONDS + join_timeout))
+until [[ "$(node_state)" == registered ]]; do
+  wait_or_give_up "the kubelet did not register node ${NODE_NAME}"
+done
 log "joined"

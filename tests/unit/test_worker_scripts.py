@@ -96,14 +96,32 @@ exit 0
 KUBEADM = (
     STUB_COMMON
     + """
+# fail_first NAME: fail while the STUB_<NAME>_FAILS budget lasts (as the tenant does while
+# Kamaji's in-tenant controllers are still setting up RBAC, cluster-info and kubelet-config).
+fail_first() {
+  local budget="${!1:-0}" count
+  count=$(( $(cat "$STUB_DIR/$1" 2>/dev/null || echo 0) + 1 ))
+  echo "$count" >"$STUB_DIR/$1"
+  (( count <= budget ))
+}
 case "$1" in
   token)
     cp "${@: -1}" "$STUB_DIR/kubeconfig-seen"
+    if fail_first STUB_TOKEN_FAILS; then
+      echo 'secrets is forbidden: User "kubernetes-admin" cannot create resource' >&2
+      exit 1
+    fi
     echo "__JOIN_LINE__"
     ;;
   join)
     echo "[preflight] Running pre-flight checks with token __TOKEN__"
+    if fail_first STUB_JOIN_FAILS; then
+      echo "error execution phase kubelet-start: configmaps kubelet-config not found"
+      exit 1
+    fi
     touch "$STUB_DIR/kubelet.conf"
+    # the kubelet registers its Node (unless the test says it never does)
+    [[ -n "${STUB_NO_REGISTER:-}" ]] || touch "$STUB_DIR/node-registered"
     ;;
   reset)
     rm -f "$STUB_DIR/kubelet.conf"
@@ -124,7 +142,12 @@ fi
 case "$1 $2" in
   "get --raw") exit "${STUB_API_DOWN:-0}" ;;
   "get node")
+    if [[ -n "${STUB_NODE_API_DOWN:-}" ]]; then
+      echo "Unable to connect to the server: dial tcp 172.18.255.239:6443: i/o timeout" >&2
+      exit 1
+    fi
     [[ -f "$STUB_DIR/node-registered" ]] && exit 0
+    echo "Error from server (NotFound): nodes \"$3\" not found" >&2
     exit 1
     ;;
   "drain "*) exit "${STUB_DRAIN_FAILS:-0}" ;;
@@ -172,6 +195,7 @@ class Stubs:
             "PATH": f"{self.bin}:{os.environ['PATH']}",
             "STUB_DIR": str(self.dir),
             "HOME": str(self.dir),
+            "JOIN_RETRY_SECONDS": "0",
             **env,
         }
         return subprocess.run(
@@ -250,6 +274,56 @@ def test_join_again_when_the_tenant_lost_the_node(stubs: Stubs) -> None:
     result = join(stubs)
     assert result.returncode == 0, result.stderr
     assert [c[1] for c in stubs.calls("kubeadm")] == ["reset", "token", "join"]
+
+
+def _kubeadm_verbs(stubs: Stubs) -> list[str]:
+    return [call[1] for call in stubs.calls("kubeadm")]
+
+
+def test_join_retries_while_the_tenant_is_still_setting_up_rbac(stubs: Stubs) -> None:
+    # Kamaji reports the control plane Ready before its in-tenant controllers have bound the
+    # admin user and bootstrap tokens: the first token requests are refused.
+    result = join(stubs, STUB_TOKEN_FAILS="2")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{NODE}\n"
+    assert _kubeadm_verbs(stubs) == ["token", "token", "token", "join"]
+    assert "forbidden" in result.stderr
+
+
+def test_a_failed_join_is_reset_and_retried(stubs: Stubs) -> None:
+    result = join(stubs, STUB_JOIN_FAILS="1")
+    assert result.returncode == 0, result.stderr
+    assert _kubeadm_verbs(stubs) == ["token", "join", "reset", "token", "join"]
+    assert TOKEN not in result.stderr
+
+
+def test_join_gives_up_at_its_deadline(stubs: Stubs) -> None:
+    result = join(stubs, STUB_TOKEN_FAILS="1000", JOIN_TIMEOUT="0")
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert "gave up" in result.stderr
+    assert "join" not in _kubeadm_verbs(stubs)
+
+
+def test_a_joined_node_is_never_reset_because_the_tenant_api_did_not_answer(
+    stubs: Stubs,
+) -> None:
+    (stubs.dir / "kubelet.conf").touch()  # joined before; the tenant API is unreachable
+    result = join(stubs, STUB_NODE_API_DOWN="1", JOIN_TIMEOUT="0")
+    assert result.returncode != 0
+    assert _kubeadm_verbs(stubs) == []
+    assert (stubs.dir / "kubelet.conf").exists()
+
+
+def test_join_is_reported_only_once_the_kubelet_registered_its_node(stubs: Stubs) -> None:
+    # Whatever runs after the join (the NodePatch, the capacity patch) must find the Node the
+    # kubelet created, never create it first: the kubelet would adopt it and zero its
+    # nvidia.com/gpu capacity.
+    result = join(stubs, STUB_NO_REGISTER="1", JOIN_TIMEOUT="0")
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert "did not register" in result.stderr
+    assert _kubeadm_verbs(stubs) == ["token", "join"]
 
 
 def test_join_fails_when_systemd_never_comes_up(stubs: Stubs) -> None:
