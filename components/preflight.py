@@ -7,7 +7,8 @@ bridge, which only a Linux host can reach directly.
 
 Split in two so the decisions are testable without Docker:
 
-* ``gather_facts()`` looks at the host (``docker info``, ``/proc/meminfo``, disk, ``PATH``);
+* ``gather_facts()`` looks at the host (``docker info``, ``/proc/meminfo``, disk, ``PATH``,
+  the inotify limits);
 * ``failures(facts)`` is a pure function: one sentence per problem, each with its fix.
 
 ``check_lab_host()`` is what the ManagementCluster calls before it registers anything. It never
@@ -39,6 +40,9 @@ class Requirements:
     min_cpus: int = 4
     min_free_memory_gib: float = 8.0
     min_free_disk_gib: float = 20.0
+    # kind's known issue "too many open files": 128 (a common default) is too few for several
+    # node containers; kind's docs recommend 512.
+    min_inotify_instances: int = 512
     tools: tuple[str, ...] = REQUIRED_TOOLS
 
 
@@ -54,6 +58,7 @@ class HostFacts:
     free_disk_bytes: int | None = None
     disk_path: str = "/"
     tools_found: frozenset[str] = field(default_factory=frozenset)
+    inotify_max_user_instances: int | None = None
 
 
 class PreflightError(RuntimeError):
@@ -115,6 +120,15 @@ def failures(facts: HostFacts, requirements: Requirements | None = None) -> list
             f"Only {_gib(facts.free_disk_bytes)} is free under {facts.disk_path} (Docker's data "
             f"directory) and the lab needs {requirements.min_free_disk_gib:g} GiB: free space "
             "(e.g. `docker system prune`) or move Docker's data-root to a larger disk."
+        )
+    instances = facts.inotify_max_user_instances
+    if instances is not None and instances < requirements.min_inotify_instances:
+        wanted = requirements.min_inotify_instances
+        problems.append(
+            f"fs.inotify.max_user_instances is {instances} and the lab's node containers need "
+            f"at least {wanted} (else pods fail with 'too many open files', a known kind "
+            f"issue): raise it with `sudo sysctl fs.inotify.max_user_instances={wanted}` (and "
+            "in /etc/sysctl.d/ to keep it)."
         )
     return problems
 
@@ -188,6 +202,7 @@ def _mem_available(meminfo: Path = Path("/proc/meminfo")) -> int | None:
 
 
 def _free_disk(path: str) -> tuple[int | None, str]:
+    """(free bytes, the existing directory measured) for ``path`` or its nearest parent."""
     candidate = Path(path)
     while not candidate.exists() and candidate != candidate.parent:
         candidate = candidate.parent
@@ -195,6 +210,13 @@ def _free_disk(path: str) -> tuple[int | None, str]:
         return shutil.disk_usage(candidate).free, str(candidate)
     except OSError:
         return None, str(candidate)
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def gather_facts(timeout: float = 20.0) -> HostFacts:
@@ -214,6 +236,7 @@ def gather_facts(timeout: float = 20.0) -> HostFacts:
         free_disk_bytes=free_disk,
         disk_path=disk_path,
         tools_found=tools,
+        inotify_max_user_instances=_read_int(Path("/proc/sys/fs/inotify/max_user_instances")),
     )
 
 

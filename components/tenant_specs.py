@@ -80,6 +80,19 @@ CAPI_KUBECONFIG_KEY = "value"
 # kubelet-config phase would never finish and the control plane never become Ready (upstream's
 # own sample moved to ``add``, clastix/kamaji#1310). ``add`` sets the member either way.
 KUBELET_CGROUP_PATCH = {"op": "add", "path": "/cgroupDriver", "value": "systemd"}
+# The lab's workers are kindest/node containers sharing the host's swap and disk: like kind's own
+# nodes, their kubelets tolerate swap and never evict on disk pressure (a laptop's disk is
+# routinely under the default 10-15 % free, which would taint every worker and stop scheduling).
+LAB_KUBELET_PATCHES = (
+    KUBELET_CGROUP_PATCH,
+    {"op": "add", "path": "/failSwapOn", "value": False},
+    {
+        "op": "add",
+        "path": "/evictionHard",
+        "value": {"nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"},
+    },
+    {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
+)
 
 # Keys of a Secret holding an external DataStore's credentials, per driver. The credentials config
 # value is a JSON object with exactly these keys (PEM text or plain strings).
@@ -159,7 +172,7 @@ def addons() -> dict[str, Any]:
 def _kubernetes(tenant: Tenant, version: str) -> dict[str, Any]:
     kubernetes: dict[str, Any] = {
         "version": version,
-        "kubelet": {"configurationJSONPatches": [dict(KUBELET_CGROUP_PATCH)]},
+        "kubelet": {"configurationJSONPatches": [dict(p) for p in LAB_KUBELET_PATCHES]},
     }
     if tenant.control_plane.admission_controllers is not None:
         kubernetes["admissionControllers"] = list(tenant.control_plane.admission_controllers)

@@ -25,6 +25,7 @@ GOOD = HostFacts(
     free_disk_bytes=100 * GIB,
     disk_path="/var/lib/docker",
     tools_found=frozenset({"docker", "kind", "kubectl"}),
+    inotify_max_user_instances=8192,
 )
 
 
@@ -35,6 +36,7 @@ def test_a_capable_linux_host_passes() -> None:
 def test_exactly_the_minimum_passes() -> None:
     minimum = replace(GOOD, cpus=4, free_memory_bytes=8 * GIB, free_disk_bytes=20 * GIB)
     assert failures(minimum) == []
+    assert failures(replace(GOOD, inotify_max_user_instances=512)) == []
 
 
 @pytest.mark.parametrize(
@@ -50,6 +52,7 @@ def test_exactly_the_minimum_passes() -> None:
         ({"free_disk_bytes": None}, "could not be determined"),
         ({"tools_found": frozenset({"docker", "kubectl"})}, "`kind` is not on PATH"),
         ({"tools_found": frozenset({"docker", "kind"})}, "`kubectl` is not on PATH"),
+        ({"inotify_max_user_instances": 128}, "fs.inotify.max_user_instances is 128"),
     ],
 )
 def test_each_failure_is_one_sentence_with_a_fix(change: dict[str, object], expected: str) -> None:
@@ -140,6 +143,10 @@ def test_free_disk_walks_up_to_an_existing_directory(tmp_path: Path) -> None:
     assert path == str(tmp_path)
     assert free is not None
     assert free > 0
+
+
+def test_an_unknown_inotify_limit_is_not_a_failure() -> None:
+    assert failures(replace(GOOD, inotify_max_user_instances=None)) == []
 
 
 def test_gather_facts_never_raises() -> None:

@@ -102,7 +102,19 @@ def test_tenant_control_plane_network_and_kubelet() -> None:
     assert spec["networkProfile"]["port"] == 6443
     assert spec["kubernetes"]["version"] == "v1.35.0"
     assert spec["kubernetes"]["kubelet"]["configurationJSONPatches"] == [
-        {"op": "add", "path": "/cgroupDriver", "value": "systemd"}
+        {"op": "add", "path": "/cgroupDriver", "value": "systemd"},
+        # kindest/node workers share the host's swap and disk, as kind's own nodes do.
+        {"op": "add", "path": "/failSwapOn", "value": False},
+        {
+            "op": "add",
+            "path": "/evictionHard",
+            "value": {
+                "nodefs.available": "0%",
+                "nodefs.inodesFree": "0%",
+                "imagefs.available": "0%",
+            },
+        },
+        {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
     ]
     assert "cgroupfs" not in spec["kubernetes"]["kubelet"]
 
@@ -137,6 +149,9 @@ def test_kubelet_patches_apply_to_the_configuration_kamaji_generates(build: str)
     for patch in kubelet["configurationJSONPatches"]:
         _apply_member_patch(generated, patch)
     assert generated["cgroupDriver"] == "systemd"
+    if build == "tcp":
+        assert generated["failSwapOn"] is False
+        assert generated["evictionHard"]["imagefs.available"] == "0%"
 
 
 def test_tenant_control_plane_addons_include_konnectivity() -> None:
