@@ -102,6 +102,11 @@ def _template_pools(tenants: Sequence[Mapping[str, Any]], count: int) -> list[di
         clone = copy.deepcopy(pools[len(pools) % base])
         clone["name"] = f"{clone['name']}-{len(pools) + 1}"
         pools.append(clone)
+    # One split count per tenant (the config requires it in prod: HAMi's device plugin splits
+    # every card of a tenant the same way).
+    slots = pools[0].get("slotsPerCard", 10)
+    for pool in pools:
+        pool["slotsPerCard"] = slots
     return pools[:count]
 
 
