@@ -153,6 +153,7 @@ class CapiProvider:
     version: str
     crds: tuple[str, ...]
     fetch_url: str | None = None
+    manager: Values | None = None
 
     @property
     def resource(self) -> str:
@@ -163,8 +164,20 @@ class CapiProvider:
         spec: Values = {"version": self.version}
         if self.fetch_url is not None:
             spec["fetchConfig"] = {"url": self.fetch_url}
+        if self.manager is not None:
+            spec["manager"] = self.manager
         return _object(CAPI_OPERATOR_API, self.kind, self.name, self.namespace, spec)
 
+
+# The Kamaji control-plane provider patches only the infrastructure clusters it knows (Metal3 is
+# one); others (CAPD's DockerCluster) need its DynamicInfrastructureClusterPatch feature gate and
+# their kind listed in --dynamic-infrastructure-clusters, or it refuses the Cluster.
+_KAMAJI_PROVIDER_MANAGER: dict[str, Values] = {
+    "docker": {
+        "featureGates": {"DynamicInfrastructureClusterPatch": True},
+        "additionalArgs": {"--dynamic-infrastructure-clusters": "DockerCluster"},
+    },
+}
 
 # Per infrastructure provider: namespace (clusterctl's default) and the CRDs a worker pool uses.
 _INFRASTRUCTURE: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -215,6 +228,7 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
             "capi-kamaji-control-plane-system",
             versions.control_plane_kamaji,
             ("kamajicontrolplanes.controlplane.cluster.x-k8s.io",),
+            manager=_KAMAJI_PROVIDER_MANAGER.get(versions.infrastructure.name),
         ),
         CapiProvider(
             "InfrastructureProvider",

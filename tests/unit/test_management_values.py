@@ -155,6 +155,20 @@ def test_docker_infrastructure_is_pluggable() -> None:
     assert "dockermachinetemplates.infrastructure.cluster.x-k8s.io" in infra.crds
 
 
+def test_kamaji_provider_patches_docker_clusters_only_when_told_to() -> None:
+    """The Kamaji control-plane provider refuses infrastructure clusters it does not know
+    (CAPD's DockerCluster) unless its dynamic-patch feature gate lists them; Metal3 is known."""
+    docker = capi_providers(
+        ClusterApiVersions(infrastructure=InfrastructureProvider(name="docker", version="v1.13.5"))
+    )[2].manifest()
+    assert docker["spec"]["manager"] == {
+        "featureGates": {"DynamicInfrastructureClusterPatch": True},
+        "additionalArgs": {"--dynamic-infrastructure-clusters": "DockerCluster"},
+    }
+    metal3 = capi_providers(ClusterApiVersions())[2].manifest()
+    assert "manager" not in metal3["spec"]
+
+
 def test_provider_manifest() -> None:
     core = capi_providers(ClusterApiVersions())[0]
     assert core.manifest() == {
