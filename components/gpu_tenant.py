@@ -45,6 +45,7 @@ from components.tenant_specs import (
     ADMIN_KUBECONFIG_KEY,
     API_SERVER_PORT,
     CAPI_KUBECONFIG_KEY,
+    SUPER_ADMIN_KUBECONFIG_KEY,
     admin_kubeconfig_secret,
     capi_cluster,
     capi_kubeconfig_secret,
@@ -115,6 +116,9 @@ class GpuTenant(pulumi.ComponentResource):
     # the read of its kubeconfig), and where HAMi runs inside the tenant.
     control_plane_ready: list[pulumi.Resource]
     hami_namespace: str
+    # Deleting this (lab: the TenantControlPlane; prod: the Cluster) deletes everything inside the
+    # tenant, so objects in the tenant are not deleted one by one on destroy.
+    teardown_root: pulumi.Resource
 
     def __init__(
         self, name: str, args: GpuTenantArgs, opts: pulumi.ResourceOptions | None = None
@@ -137,16 +141,18 @@ class GpuTenant(pulumi.ComponentResource):
         if self._platform.mode == "lab":
             control_plane, kubeconfig_read = self._lab_control_plane(namespace, policies)
             self.cluster_name = pulumi.Output.from_input(args.tenant.name)
+            self.teardown_root: pulumi.Resource = control_plane
         else:
             control_plane, cluster, kubeconfig_read = self._prod_control_plane(namespace, policies)
             self.cluster_name = cluster.urn.apply(lambda _: args.tenant.name)
+            self.teardown_root = cluster
         # Tied to the registration (known in preview, unlike the ID).
         self.control_plane_name = control_plane.urn.apply(lambda _: args.tenant.name)
         self.control_plane_ready = [control_plane, kubeconfig_read]
 
         self.provider = k8s.Provider(
             f"{name}-provider",
-            kubeconfig=self.kubeconfig,
+            kubeconfig=self._provider_kubeconfig,
             # Replace the provider (and everything in the tenant) only if the tenant changes,
             # not when its kubeconfig's certificates rotate.
             cluster_identifier=args.tenant.name,
@@ -179,7 +185,12 @@ class GpuTenant(pulumi.ComponentResource):
         return pulumi.ResourceOptions(parent=self, provider=self._management.provider, **kwargs)
 
     def _in_tenant(self, **kwargs: Any) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self.provider, **kwargs)
+        """Options of every object inside the tenant: its own provider, and no separate delete
+        when the whole tenant goes (Kamaji removes the tenant's data with its control plane;
+        uninstalling Calico or HAMi first would only wait on finalizers whose nodes are leaving)."""
+        return pulumi.ResourceOptions(
+            parent=self, provider=self.provider, deleted_with=self.teardown_root, **kwargs
+        )
 
     def _release(
         self,
@@ -267,6 +278,10 @@ class GpuTenant(pulumi.ComponentResource):
             [tcp],
             admin_kubeconfig_secret(tenant.name),
             ADMIN_KUBECONFIG_KEY,
+            # Kamaji reports Ready before its in-tenant controllers have bound admin.conf's
+            # group to cluster-admin; super-admin.conf (system:masters) needs no RBAC, so the
+            # program's first calls into the tenant cannot be refused with a 403.
+            provider_key=SUPER_ADMIN_KUBECONFIG_KEY,
         )
         return tcp, secret
 
@@ -371,8 +386,11 @@ class GpuTenant(pulumi.ComponentResource):
         after: Sequence[pulumi.CustomResource],
         secret_name: str,
         key: str,
+        provider_key: str | None = None,
     ) -> k8s.core.v1.Secret:
-        """Read the kubeconfig Secret once ``after`` is ready and set ``self.kubeconfig``.
+        """Read the kubeconfig Secret once ``after`` is ready and set ``self.kubeconfig`` (from
+        ``key``, exported for people) and the tenant provider's (from ``provider_key``, else the
+        same).
 
         The read's ID waits for the control plane's ID: on a first preview the control plane
         does not exist, the ID is unknown and the engine skips the read (the kubeconfig stays
@@ -388,6 +406,13 @@ class GpuTenant(pulumi.ComponentResource):
         )
         self.kubeconfig = pulumi.Output.secret(
             secret.data.apply(lambda data: decode_kubeconfig(data, key, secret_name))
+        )
+        self._provider_kubeconfig: pulumi.Output[str] = (
+            pulumi.Output.secret(
+                secret.data.apply(lambda data: decode_kubeconfig(data, provider_key, secret_name))
+            )
+            if provider_key is not None
+            else self.kubeconfig
         )
         return secret
 

@@ -104,7 +104,7 @@ class GpuWorkerPool(pulumi.ComponentResource):
             f"{name}-declared-inventory",
             metadata=declared["metadata"],
             data=declared["data"],
-            opts=self._opts(provider=args.tenant.provider),
+            opts=self._in_tenant(),
         )
 
         if args.platform.mode == "lab":
@@ -118,6 +118,11 @@ class GpuWorkerPool(pulumi.ComponentResource):
 
     def _opts(self, **kwargs: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, **kwargs)
+
+    def _in_tenant(self, **kwargs: Any) -> pulumi.ResourceOptions:
+        """Objects inside the tenant: its provider, and gone with the tenant on destroy."""
+        tenant = self._args.tenant
+        return self._opts(provider=tenant.provider, deleted_with=tenant.teardown_root, **kwargs)
 
     # ----------------------------------------------------------------------------------- lab
 
@@ -216,7 +221,7 @@ class GpuWorkerPool(pulumi.ComponentResource):
                         WORKER_CONTAINER_ANNOTATION: container.id,
                     },
                 },
-                opts=self._opts(provider=args.tenant.provider, depends_on=[join]),
+                opts=self._in_tenant(depends_on=[join]),
             )
         self.completer = self._mock_allocation_completer(joins)
         return pulumi.Output.all(*[join.id for join in joins]).apply(lambda _: list(names))
@@ -230,42 +235,40 @@ class GpuWorkerPool(pulumi.ComponentResource):
         manifests = completer_manifests(
             args.tenant_config.name, args.pool.name, completer_script(), PINNED.completer_image
         )
-        provider = args.tenant.provider
         namespace = k8s.core.v1.Namespace(
             f"{name}-completer-namespace",
             metadata=manifests["namespace"]["metadata"],
-            opts=self._opts(provider=provider),
+            opts=self._in_tenant(),
         )
         account = k8s.core.v1.ServiceAccount(
             f"{name}-completer-account",
             metadata=manifests["serviceAccount"]["metadata"],
-            opts=self._opts(provider=provider, depends_on=[namespace]),
+            opts=self._in_tenant(depends_on=[namespace]),
         )
         role = k8s.rbac.v1.ClusterRole(
             f"{name}-completer-role",
             metadata=manifests["clusterRole"]["metadata"],
             rules=manifests["clusterRole"]["rules"],
-            opts=self._opts(provider=provider),
+            opts=self._in_tenant(),
         )
         binding = k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-completer-binding",
             metadata=manifests["clusterRoleBinding"]["metadata"],
             role_ref=manifests["clusterRoleBinding"]["roleRef"],
             subjects=manifests["clusterRoleBinding"]["subjects"],
-            opts=self._opts(provider=provider, depends_on=[role, account]),
+            opts=self._in_tenant(depends_on=[role, account]),
         )
         script = k8s.core.v1.ConfigMap(
             f"{name}-completer-script",
             metadata=manifests["configMap"]["metadata"],
             data=manifests["configMap"]["data"],
-            opts=self._opts(provider=provider, depends_on=[namespace]),
+            opts=self._in_tenant(depends_on=[namespace]),
         )
         return k8s.apps.v1.Deployment(
             f"{name}-completer",
             metadata=manifests["deployment"]["metadata"],
             spec=manifests["deployment"]["spec"],
-            opts=self._opts(
-                provider=provider,
+            opts=self._in_tenant(
                 depends_on=[account, binding, script, *nodes, *args.tenant.ready],
             ),
         )

@@ -71,6 +71,7 @@ TCP_READY_CONDITION = "jsonpath={.status.kubernetesResources.version.status}=Rea
 KCP_READY_CONDITION = "jsonpath={.status.ready}=true"
 
 ADMIN_KUBECONFIG_KEY = "admin.conf"
+SUPER_ADMIN_KUBECONFIG_KEY = "super-admin.conf"
 CAPI_KUBECONFIG_KEY = "value"
 
 # kindest/node (and kubeadm nodes generally) run the kubelet with the systemd cgroup driver.

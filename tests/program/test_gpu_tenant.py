@@ -428,3 +428,36 @@ def test_prod_metal3_endpoint_follows_the_configured_address() -> None:
     kcp = _named(recording, "team-vision-control-plane")
     assert kcp.inputs["spec"]["network"]["serviceAddress"] == "10.0.0.40"
     assert recording.outputs["tenants"]["team-vision"]["endpoint"] == "https://10.0.0.40:6443"
+
+
+def test_lab_tenant_provider_uses_super_admin_and_people_get_admin(lab: Recording) -> None:
+    """Kamaji reports Ready before admin.conf's group is bound to cluster-admin inside the
+    tenant; the program's own provider uses super-admin.conf (system:masters) so its first calls
+    cannot be refused, while the exported kubeconfig stays the ordinary admin one."""
+    from tests.support.fakes_tenant import placeholder_kubeconfig
+
+    for tenant in ("tenant-a", "tenant-b"):
+        provider = lab.named(f"{tenant}-provider")
+        assert provider.input_is_secret("kubeconfig")
+        assert provider.inputs["kubeconfig"] == placeholder_kubeconfig(tenant, "super-admin")
+        assert lab.outputs["tenantKubeconfigs"][tenant] == placeholder_kubeconfig(tenant)
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_objects_inside_a_tenant_go_with_its_control_plane(
+    stack: str, recordings: Callable[..., Recording]
+) -> None:
+    """On destroy nothing inside a tenant is uninstalled one by one (Calico's and HAMi's
+    finalizers would wait for nodes that are leaving): it all goes with the TenantControlPlane
+    (lab) or the Cluster (prod), whose deletion removes the tenant's data."""
+    recording = recordings(stack, False)
+    root_suffix = "-control-plane" if stack == "lab" else "-cluster"
+    checked = 0
+    for tenant in recording.of_type("gpu-platform:index:GpuTenant"):
+        root = recording.named(f"{tenant.name}{root_suffix}")
+        for reg in recording.resources:
+            provider = recording.provider_of(reg)
+            if provider is not None and provider.name == f"{tenant.name}-provider":
+                assert reg.options["deleted_with"] == root.urn, reg.name
+                checked += 1
+    assert checked > 0

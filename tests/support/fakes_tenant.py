@@ -19,7 +19,7 @@ SECRET_TYPE = "kubernetes:core/v1:Secret"
 FAKE_SERVER = "https://{tenant}.tenant.invalid:6443"
 
 
-def placeholder_kubeconfig(tenant: str) -> str:
+def placeholder_kubeconfig(tenant: str, user: str = "admin") -> str:
     """A syntactically valid kubeconfig that reaches nothing."""
     server = FAKE_SERVER.format(tenant=tenant)
     return (
@@ -39,7 +39,7 @@ def placeholder_kubeconfig(tenant: str) -> str:
         "users:\n"
         "- name: admin\n"
         "  user:\n"
-        "    token: placeholder\n"
+        f"    token: placeholder-{user}\n"
     )
 
 
@@ -64,5 +64,13 @@ def fake_outputs(args: MockResourceArgs, preview: bool) -> dict[str, Any] | None
         "kind": "Secret",
         "metadata": {"name": secret, "namespace": namespace},
         "type": "Opaque",
-        "data": {key: _encoded(placeholder_kubeconfig(namespace))},
+        "data": {
+            key: _encoded(placeholder_kubeconfig(namespace)),
+            # Kamaji's admin Secret also holds super-admin.conf (system:masters).
+            **(
+                {"super-admin.conf": _encoded(placeholder_kubeconfig(namespace, "super-admin"))}
+                if key == "admin.conf"
+                else {}
+            ),
+        },
     }
