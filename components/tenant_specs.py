@@ -74,26 +74,36 @@ ADMIN_KUBECONFIG_KEY = "admin.conf"
 SUPER_ADMIN_KUBECONFIG_KEY = "super-admin.conf"
 CAPI_KUBECONFIG_KEY = "value"
 
+
 # kindest/node (and kubeadm nodes generally) run the kubelet with the systemd cgroup driver.
 # ``add``, not ``replace``: Kamaji (26.8.2-edge, ``internal/kubeadm/uploadconfig.go``) sets the
 # generated KubeletConfiguration's ``cgroupDriver`` from the deprecated ``kubelet.cgroupfs`` and
 # drops the key when that is unset, and an RFC 6902 ``replace`` of a missing key fails: the
 # kubelet-config phase would never finish and the control plane never become Ready (upstream's
 # own sample moved to ``add``, clastix/kamaji#1310). ``add`` sets the member either way.
-KUBELET_CGROUP_PATCH = {"op": "add", "path": "/cgroupDriver", "value": "systemd"}
-# The lab's workers are kindest/node containers sharing the host's swap and disk: like kind's own
-# nodes, their kubelets tolerate swap and never evict on disk pressure (a laptop's disk is
-# routinely under the default 10-15 % free, which would taint every worker and stop scheduling).
-LAB_KUBELET_PATCHES = (
-    KUBELET_CGROUP_PATCH,
-    {"op": "add", "path": "/failSwapOn", "value": False},
-    {
-        "op": "add",
-        "path": "/evictionHard",
-        "value": {"nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"},
-    },
-    {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
-)
+def kubelet_patches(lab: bool) -> list[dict[str, Any]]:
+    """JSON patches of the kubelet configuration Kamaji generates for the tenant's nodes: the
+    systemd cgroup driver everywhere; in the lab also what kind sets for its own nodes, since the
+    kindest/node workers share the host's swap and disk (with failSwapOn the kubelet would not
+    start on a host with a swap file, and the default eviction thresholds taint every worker on a
+    laptop disk under 10-15 % free)."""
+    patches: list[dict[str, Any]] = [{"op": "add", "path": "/cgroupDriver", "value": "systemd"}]
+    if lab:
+        patches += [
+            {"op": "add", "path": "/failSwapOn", "value": False},
+            {
+                "op": "add",
+                "path": "/evictionHard",
+                "value": {
+                    "nodefs.available": "0%",
+                    "nodefs.inodesFree": "0%",
+                    "imagefs.available": "0%",
+                },
+            },
+            {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
+        ]
+    return patches
+
 
 # Keys of a Secret holding an external DataStore's credentials, per driver. The credentials config
 # value is a JSON object with exactly these keys (PEM text or plain strings).
@@ -170,10 +180,10 @@ def addons() -> dict[str, Any]:
     }
 
 
-def _kubernetes(tenant: Tenant, version: str) -> dict[str, Any]:
+def _kubernetes(tenant: Tenant, version: str, lab: bool) -> dict[str, Any]:
     kubernetes: dict[str, Any] = {
         "version": version,
-        "kubelet": {"configurationJSONPatches": [dict(p) for p in LAB_KUBELET_PATCHES]},
+        "kubelet": {"configurationJSONPatches": kubelet_patches(lab)},
     }
     if tenant.control_plane.admission_controllers is not None:
         kubernetes["admissionControllers"] = list(tenant.control_plane.admission_controllers)
@@ -217,7 +227,7 @@ def tenant_control_plane(
                 },
                 "service": service,
             },
-            "kubernetes": _kubernetes(tenant, kubernetes_version),
+            "kubernetes": _kubernetes(tenant, kubernetes_version, lab=True),
             "networkProfile": network,
             "addons": addons(),
         },
@@ -229,7 +239,7 @@ def kamaji_control_plane(
 ) -> dict[str, Any]:
     """Prod: the KamajiControlPlane the Cluster references; the provider turns it into a TCP of
     the same name. Awaited until ``status.ready``, i.e. until the kubeconfig Secret exists."""
-    kubernetes = _kubernetes(tenant, kubernetes_version)
+    kubernetes = _kubernetes(tenant, kubernetes_version, lab=False)
     resources = control_plane_resources(tenant.control_plane.resources)
     network: dict[str, Any] = {"serviceType": tenant.control_plane.service_type}
     if address is not None:

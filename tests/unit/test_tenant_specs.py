@@ -527,3 +527,10 @@ def test_kubeconfig_server_follows_the_current_context() -> None:
     assert kubeconfig_server(KUBECONFIG) == "https://172.18.255.200:6443"
     with pytest.raises(ValueError, match="no API server"):
         kubeconfig_server("apiVersion: v1\nkind: Config\nclusters: []\n")
+
+
+def test_prod_kubelets_keep_their_swap_and_eviction_defaults() -> None:
+    """Only the lab's container workers share the host's swap and disk; real GPU servers keep
+    the kubelet's failSwapOn and eviction thresholds."""
+    patches = _kcp(PROD.tenants[0])["spec"]["kubelet"]["configurationJSONPatches"]
+    assert patches == [{"op": "add", "path": "/cgroupDriver", "value": "systemd"}]
