@@ -6,17 +6,16 @@ Tenants never depend on each other, so Pulumi builds them in parallel.
 
 import pulumi
 
-from components.config import load_platform_config
+from components.config import PlatformConfig, Tenant, load_platform_config
 from components.gpu_tenant import GpuTenant, GpuTenantArgs
 from components.gpu_worker_pool import GpuWorkerPool, GpuWorkerPoolArgs
 from components.management_cluster import ManagementCluster, ManagementClusterArgs
 
-platform = load_platform_config()
-management = ManagementCluster("management", ManagementClusterArgs(platform=platform))
 
-tenant_summaries: dict[str, pulumi.Output[dict[str, object]]] = {}
-tenant_kubeconfigs: dict[str, pulumi.Output[str]] = {}
-for index, tenant_config in enumerate(platform.tenants):
+def build_tenant(
+    platform: PlatformConfig, tenant_config: Tenant, index: int, management: ManagementCluster
+) -> tuple[GpuTenant, pulumi.Output[dict[str, object]]]:
+    """One tenant with its pools, and the summary the stack exports for it."""
     tenant = GpuTenant(
         tenant_config.name,
         GpuTenantArgs(
@@ -40,8 +39,7 @@ for index, tenant_config in enumerate(platform.tenants):
         )
         for pool in tenant_config.worker_pools
     }
-    tenant_kubeconfigs[tenant_config.name] = tenant.kubeconfig
-    tenant_summaries[tenant_config.name] = pulumi.Output.all(
+    summary = pulumi.Output.all(
         namespace=tenant.namespace,
         controlPlane=tenant.control_plane_name,
         endpoint=tenant.endpoint,
@@ -49,12 +47,27 @@ for index, tenant_config in enumerate(platform.tenants):
             name: pulumi.Output.all(nodes=pool.node_names, inventory=pool.inventory)
             for name, pool in pools.items()
         },
-    ).apply(lambda summary: {**summary, "version": platform.kubernetes_version})
+    ).apply(lambda values: {**values, "version": platform.kubernetes_version})
+    return tenant, summary
 
-pulumi.export("mode", platform.mode)
-pulumi.export("kubernetesVersion", platform.kubernetes_version)
-pulumi.export("versions", management.versions)
-pulumi.export("managementKubeconfig", pulumi.Output.secret(management.kubeconfig))
-pulumi.export("lbPool", management.lb_pool)
-pulumi.export("tenants", tenant_summaries)
-pulumi.export("tenantKubeconfigs", pulumi.Output.secret(tenant_kubeconfigs))
+
+def main() -> None:
+    platform = load_platform_config()
+    management = ManagementCluster("management", ManagementClusterArgs(platform=platform))
+    built = {
+        tenant_config.name: build_tenant(platform, tenant_config, index, management)
+        for index, tenant_config in enumerate(platform.tenants)
+    }
+    pulumi.export("mode", platform.mode)
+    pulumi.export("kubernetesVersion", platform.kubernetes_version)
+    pulumi.export("versions", management.versions)
+    pulumi.export("managementKubeconfig", pulumi.Output.secret(management.kubeconfig))
+    pulumi.export("lbPool", management.lb_pool)
+    pulumi.export("tenants", {name: summary for name, (_, summary) in built.items()})
+    pulumi.export(
+        "tenantKubeconfigs",
+        pulumi.Output.secret({name: tenant.kubeconfig for name, (tenant, _) in built.items()}),
+    )
+
+
+main()

@@ -11,6 +11,7 @@ import ipaddress
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -37,18 +38,20 @@ SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 # Cross-field checks report every problem at once; each becomes its own line in the error.
 PROBLEM_SEPARATOR = "\n"
 # Fixes for pydantic's generic messages, by error type.
-_FIXES = {
-    "greater_than": "zero or negative values are not allowed",
-    "greater_than_equal": "use a larger value",
-    "less_than_equal": "use a smaller value",
-    "too_short": "add at least one entry",
-    "literal_error": "use one of the listed values",
-    "int_parsing": "write a whole number",
-    "int_from_float": "write a whole number",
-    "string_type": "write a string (quote it in YAML)",
-    "bool_parsing": "write true or false",
-    "string_pattern_mismatch": "see this key in the README's configuration reference",
-}
+_FIXES = MappingProxyType(
+    {
+        "greater_than": "zero or negative values are not allowed",
+        "greater_than_equal": "use a larger value",
+        "less_than_equal": "use a smaller value",
+        "too_short": "add at least one entry",
+        "literal_error": "use one of the listed values",
+        "int_parsing": "write a whole number",
+        "int_from_float": "write a whole number",
+        "string_type": "write a string (quote it in YAML)",
+        "bool_parsing": "write true or false",
+        "string_pattern_mismatch": "see this key in the README's configuration reference",
+    }
+)
 
 
 class ConfigError(ValueError):

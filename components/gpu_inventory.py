@@ -26,6 +26,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from components.catalog import CardModel
@@ -53,7 +54,9 @@ DECLARED_INVENTORY_NAMESPACE = "kube-system"
 _MOCK_CARD_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://gpu-platform.io/mock-gpu-cards")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _REQUIRED_REGISTER_FIELDS = ("id", "type", "count", "devmem", "devcore")
-_REGISTER_ZERO_VALUES: dict[str, Any] = {"index": 0, "numa": 0, "mode": "", "health": False}
+_REGISTER_ZERO_VALUES: MappingProxyType[str, Any] = MappingProxyType(
+    {"index": 0, "numa": 0, "mode": "", "health": False}
+)
 
 Cards = Sequence[tuple[CardModel, int]]
 

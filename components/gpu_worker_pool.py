@@ -55,7 +55,7 @@ from components.worker_specs import (
 )
 
 TYPE_TOKEN = "gpu-platform:index:GpuWorkerPool"
-BASH = ["/bin/bash", "-c"]
+BASH = ("/bin/bash", "-c")
 # Which docker container backs a lab node (changes when the container is replaced, so the node
 # patch is applied again to the node the new container registers).
 WORKER_CONTAINER_ANNOTATION = "gpu-platform.io/worker-container"
@@ -176,7 +176,7 @@ class GpuWorkerPool(pulumi.ComponentResource):
                 f"{name}-{index}-node-join",
                 create=_script("join-node.sh"),
                 delete=_script("remove-node.sh"),
-                interpreter=BASH,
+                interpreter=list(BASH),
                 environment={
                     "NODE_NAME": node,
                     "TENANT_KUBECONFIG": kubeconfig,
@@ -197,7 +197,7 @@ class GpuWorkerPool(pulumi.ComponentResource):
                 f"{name}-{index}-gpu-capacity",
                 create=_script("patch-gpu-capacity.sh"),
                 delete=_script("unpatch-gpu-capacity.sh"),
-                interpreter=BASH,
+                interpreter=list(BASH),
                 environment={
                     "NODE_NAME": node,
                     "TENANT_KUBECONFIG": kubeconfig,

@@ -54,7 +54,7 @@ from components.scripts import read_script
 from components.versions import PINNED, HelmChart
 
 TYPE_TOKEN = "gpu-platform:index:ManagementCluster"
-BASH = ["/bin/bash", "-c"]
+BASH = ("/bin/bash", "-c")
 # Read-only commands and readiness gates have nothing to undo on delete.
 NOTHING_TO_DELETE = "true"
 PROD_CLUSTER_IDENTIFIER = "gpu-platform-management"
@@ -142,7 +142,7 @@ class ManagementCluster(pulumi.ComponentResource):
             # or name replaces the cluster, deleting the old one first.
             update=_script("kind-create.sh"),
             delete=_script("kind-delete.sh"),
-            interpreter=BASH,
+            interpreter=list(BASH),
             stdin=config,
             environment={
                 "KIND_CLUSTER_NAME": kind.cluster_name,
@@ -172,7 +172,7 @@ class ManagementCluster(pulumi.ComponentResource):
             f"{self._name}-kind-network",
             create=_script("network-inspect.sh"),
             delete=NOTHING_TO_DELETE,
-            interpreter=BASH,
+            interpreter=list(BASH),
             environment={"DOCKER_NETWORK": kind.docker_network},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster]),
         )
@@ -346,7 +346,7 @@ class ManagementCluster(pulumi.ComponentResource):
             f"{self._name}-{suffix}",
             create=_script("wait-ready.sh"),
             delete=NOTHING_TO_DELETE,
-            interpreter=BASH,
+            interpreter=list(BASH),
             environment=env,  # secret: it carries the (secret) kubeconfig
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
         )

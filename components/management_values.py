@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -172,30 +173,35 @@ class CapiProvider:
 # The Kamaji control-plane provider patches only the infrastructure clusters it knows (Metal3 is
 # one); others (CAPD's DockerCluster) need its DynamicInfrastructureClusterPatch feature gate and
 # their kind listed in --dynamic-infrastructure-clusters, or it refuses the Cluster.
-_KAMAJI_PROVIDER_MANAGER: dict[str, Values] = {
-    "docker": {
-        "featureGates": {"DynamicInfrastructureClusterPatch": True},
-        "additionalArgs": {"--dynamic-infrastructure-clusters": "DockerCluster"},
-    },
-}
+def _kamaji_provider_manager(infrastructure: str) -> Values | None:
+    """The Kamaji control-plane provider's manager settings for ``infrastructure``, if any."""
+    if infrastructure == "docker":
+        return {
+            "featureGates": {"DynamicInfrastructureClusterPatch": True},
+            "additionalArgs": {"--dynamic-infrastructure-clusters": "DockerCluster"},
+        }
+    return None
+
 
 # Per infrastructure provider: namespace (clusterctl's default) and the CRDs a worker pool uses.
-_INFRASTRUCTURE: dict[str, tuple[str, tuple[str, ...]]] = {
-    "metal3": (
-        "capm3-system",
-        (
-            "metal3clusters.infrastructure.cluster.x-k8s.io",
-            "metal3machinetemplates.infrastructure.cluster.x-k8s.io",
+_INFRASTRUCTURE: MappingProxyType[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "metal3": (
+            "capm3-system",
+            (
+                "metal3clusters.infrastructure.cluster.x-k8s.io",
+                "metal3machinetemplates.infrastructure.cluster.x-k8s.io",
+            ),
         ),
-    ),
-    "docker": (
-        "capd-system",
-        (
-            "dockerclusters.infrastructure.cluster.x-k8s.io",
-            "dockermachinetemplates.infrastructure.cluster.x-k8s.io",
+        "docker": (
+            "capd-system",
+            (
+                "dockerclusters.infrastructure.cluster.x-k8s.io",
+                "dockermachinetemplates.infrastructure.cluster.x-k8s.io",
+            ),
         ),
-    ),
-}
+    }
+)
 
 
 def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
@@ -228,7 +234,7 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
             "capi-kamaji-control-plane-system",
             versions.control_plane_kamaji,
             ("kamajicontrolplanes.controlplane.cluster.x-k8s.io",),
-            manager=_KAMAJI_PROVIDER_MANAGER.get(versions.infrastructure.name),
+            manager=_kamaji_provider_manager(versions.infrastructure.name),
         ),
         CapiProvider(
             "InfrastructureProvider",

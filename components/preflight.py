@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 SKIP_ENV = "GPU_PLATFORM_SKIP_PREFLIGHT"
 GIB = 1024**3
@@ -133,11 +134,13 @@ def failures(facts: HostFacts, requirements: Requirements | None = None) -> list
     return problems
 
 
-_INSTALL_HINTS = {
-    "docker": "install Docker Engine (https://docs.docker.com/engine/install/)",
-    "kind": "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)",
-    "kubectl": "install kubectl (https://kubernetes.io/docs/tasks/tools/)",
-}
+_INSTALL_HINTS = MappingProxyType(
+    {
+        "docker": "install Docker Engine (https://docs.docker.com/engine/install/)",
+        "kind": "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)",
+        "kubectl": "install kubectl (https://kubernetes.io/docs/tasks/tools/)",
+    }
+)
 
 
 def _missing_tool(tool: str) -> str:

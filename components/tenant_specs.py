@@ -29,6 +29,7 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import yaml
@@ -58,7 +59,7 @@ KCP_API_VERSION = f"{KCP_API_GROUP}/v1alpha2"
 CAPI_API_VERSION = "cluster.x-k8s.io/v1beta2"
 INFRASTRUCTURE_API_GROUP = "infrastructure.cluster.x-k8s.io"
 INFRASTRUCTURE_API_VERSION = f"{INFRASTRUCTURE_API_GROUP}/v1beta2"
-INFRASTRUCTURE_KINDS = {"metal3": "Metal3Cluster", "docker": "DockerCluster"}
+INFRASTRUCTURE_KINDS = MappingProxyType({"metal3": "Metal3Cluster", "docker": "DockerCluster"})
 
 API_SERVER_PORT = 6443
 KONNECTIVITY_PORT = 8132
@@ -107,14 +108,16 @@ def kubelet_patches(lab: bool) -> list[dict[str, Any]]:
 
 # Keys of a Secret holding an external DataStore's credentials, per driver. The credentials config
 # value is a JSON object with exactly these keys (PEM text or plain strings).
-DATASTORE_SECRET_KEYS: dict[str, tuple[str, ...]] = {
-    # Kamaji signs a client certificate per tenant: it needs the CA key, and its own client pair.
-    "etcd": ("ca.crt", "ca.key", "tls.crt", "tls.key"),
-    # An admin user that creates one database and one user per tenant, over TLS.
-    "PostgreSQL": ("ca.crt", "username", "password"),
-    "MySQL": ("ca.crt", "username", "password"),
-    "NATS": ("ca.crt", "username", "password"),
-}
+DATASTORE_SECRET_KEYS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
+    {
+        # Kamaji signs a client certificate per tenant: it needs the CA key and its own pair.
+        "etcd": ("ca.crt", "ca.key", "tls.crt", "tls.key"),
+        # An admin user that creates one database and one user per tenant, over TLS.
+        "PostgreSQL": ("ca.crt", "username", "password"),
+        "MySQL": ("ca.crt", "username", "password"),
+        "NATS": ("ca.crt", "username", "password"),
+    }
+)
 
 
 def tenant_labels(tenant_name: str) -> dict[str, str]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from components.config import (
@@ -60,9 +61,9 @@ _GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 # How long Helm waits for a tenant release. Tenant releases need worker nodes (HAMi's
 # certificate hook Job, the tigera-operator and HAMi scheduler Deployments), and workers join
 # in parallel with them: a kindest/node container in the lab, a bare-metal machine in prod.
-_RELEASE_TIMEOUT_SECONDS = {"lab": 20 * 60, "prod": 90 * 60}
+_RELEASE_TIMEOUT_SECONDS = MappingProxyType({"lab": 20 * 60, "prod": 90 * 60})
 # How long Pulumi waits for a hosted control plane to report Ready.
-_CONTROL_PLANE_TIMEOUT = {"lab": "30m", "prod": "60m"}
+_CONTROL_PLANE_TIMEOUT = MappingProxyType({"lab": "30m", "prod": "60m"})
 
 
 def release_timeout_seconds(mode: str) -> int:

@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from components.gpu_inventory import kubelet_node_labels_arg
@@ -29,7 +30,9 @@ BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
 BOOTSTRAP_API = f"{BOOTSTRAP_GROUP}/v1beta2"
 INFRASTRUCTURE_GROUP = "infrastructure.cluster.x-k8s.io"
 INFRASTRUCTURE_API = f"{INFRASTRUCTURE_GROUP}/v1beta2"
-INFRASTRUCTURE_KINDS = {"metal3": "Metal3MachineTemplate", "docker": "DockerMachineTemplate"}
+INFRASTRUCTURE_KINDS = MappingProxyType(
+    {"metal3": "Metal3MachineTemplate", "docker": "DockerMachineTemplate"}
+)
 CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
 
 # --------------------------------------------------------------------------------- lab nodes
