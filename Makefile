@@ -8,11 +8,15 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STACK ?= lab
-# Lab only: a local file backend inside the repository, no Pulumi Cloud account needed.
 STATE_DIR := $(CURDIR)/.pulumi-state
-export PULUMI_BACKEND_URL ?= file://$(STATE_DIR)
-# Lab-only passphrase for the lab stack's (non-)secrets; prod stacks use their own secrets provider.
 LAB_PASSPHRASE := gpu-platform-lab-only
+ifeq ($(STACK),lab)
+# Lab only: a local file backend inside the repository (no Pulumi Cloud account needed) and a
+# passphrase that protects nothing of value. Other stacks use the backend you logged in to and
+# their own secrets provider.
+export PULUMI_BACKEND_URL ?= file://$(STATE_DIR)
+export PULUMI_CONFIG_PASSPHRASE ?= $(LAB_PASSPHRASE)
+endif
 KUBECONFIG_DIR := $(CURDIR)/.lab/kubeconfigs
 PULUMI := pulumi --non-interactive
 
@@ -29,8 +33,8 @@ venv: $(BIN)/python ## Create .venv with the pinned program, policy and test dep
 	$(BIN)/pip install --quiet -r requirements-dev.txt -c constraints.txt
 
 .PHONY: test
-test: ## The offline suite: mocks, policies, contracts, unit tests (live tests skip)
-	$(BIN)/python -m pytest -q
+test: ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
+	$(BIN)/python -m pytest -q -m "not live and not integration"
 
 .PHONY: check
 check: ## Static checks: ruff (lint + format), mypy, shellcheck
@@ -46,31 +50,31 @@ preflight: ## Check this host can run the lab (Docker, Linux, CPUs, memory, disk
 .PHONY: lab
 lab: venv preflight ## Bring the lab up end to end: pulumi up, acceptance suite, kubeconfigs
 	mkdir -p $(STATE_DIR)
-	PULUMI_CONFIG_PASSPHRASE=$(LAB_PASSPHRASE) $(PULUMI) stack select lab --create
-	PULUMI_CONFIG_PASSPHRASE=$(LAB_PASSPHRASE) $(PULUMI) up --yes --stack lab --skip-preview
+	$(PULUMI) stack select lab --create
+	$(PULUMI) up --yes --stack lab --skip-preview
 	$(MAKE) --no-print-directory acceptance STACK=lab
 	$(MAKE) --no-print-directory kubeconfigs STACK=lab
 
 .PHONY: kubeconfigs
 kubeconfigs: ## Write each tenant's admin kubeconfig to .lab/kubeconfigs/ (mode 600)
 	mkdir -p $(KUBECONFIG_DIR) && chmod 700 $(KUBECONFIG_DIR)
-	PULUMI_CONFIG_PASSPHRASE=$(LAB_PASSPHRASE) $(PULUMI) stack output --stack $(STACK) --json --show-secrets tenantKubeconfigs \
+	$(PULUMI) stack output --stack $(STACK) --json --show-secrets tenantKubeconfigs \
 	  | $(BIN)/python scripts/write_kubeconfigs.py $(KUBECONFIG_DIR)
 
 .PHONY: preview
 preview: ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
-	PULUMI_CONFIG_PASSPHRASE=$${PULUMI_CONFIG_PASSPHRASE:-$(LAB_PASSPHRASE)} $(PULUMI) preview --stack $(STACK) \
+	$(PULUMI) preview --stack $(STACK) \
 	  --policy-pack policies --policy-pack-config policies/config/$(STACK).json
 
 .PHONY: acceptance
 acceptance: ## The eight acceptance tests (and extras) against the deployed STACK; report in reports/
 	mkdir -p reports
-	PULUMI_CONFIG_PASSPHRASE=$${PULUMI_CONFIG_PASSPHRASE:-$(LAB_PASSPHRASE)} GPU_PLATFORM_STACK=$(STACK) \
+	GPU_PLATFORM_STACK=$(STACK) \
 	  $(BIN)/python -m pytest tests/acceptance -m live -p no:cacheprovider --junitxml reports/acceptance.xml
 
 .PHONY: destroy
 destroy: ## Tear STACK down (lab: also the kind cluster and worker containers)
-	PULUMI_CONFIG_PASSPHRASE=$${PULUMI_CONFIG_PASSPHRASE:-$(LAB_PASSPHRASE)} $(PULUMI) destroy --yes --stack $(STACK)
+	$(PULUMI) destroy --yes --stack $(STACK)
 	rm -rf $(KUBECONFIG_DIR)
 
 .PHONY: versions
