@@ -11,6 +11,7 @@ webhook leave the pod alone, bypassing hami-scheduler (platform.md §3, pitfall 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from gpu_platform_policies.hami_fit import parse_quantity
@@ -37,6 +38,19 @@ REMEDIATION: Final = (
     "nvidia.com/gpumem-percentage: <1..100>, and nvidia.com/gpucores: <1..100>; no privileged "
     "GPU containers, no nodeName, schedulerName absent, default-scheduler or hami-scheduler."
 )
+
+
+def _percentage_problem(
+    where: str, resource: str, asked: Mapping[str, Any], of_what: str
+) -> list[str]:
+    """The message for a percentage resource that is not a whole number from 1 to 100."""
+    value = asked[resource]
+    percent = whole_number(value)
+    if percent is not None and 1 <= percent <= 100:
+        return []
+    return [
+        f"{where}: {resource} is {_show(value)}; give a whole percentage of {of_what} from 1 to 100"
+    ]
 
 
 def _show(value: Any) -> str:
@@ -143,26 +157,14 @@ def check_container(ref: ContainerRef) -> tuple[list[str], bool]:
                 f"and drops the whole GPU request when it has a unit or a fraction{hint}"
             )
     if known(GPUMEM_PERCENTAGE):
-        value = asked[GPUMEM_PERCENTAGE]
-        percent = whole_number(value)
-        if percent is None or not 1 <= percent <= 100:
-            messages.append(
-                f"{where}: {GPUMEM_PERCENTAGE} is {_show(value)}; give a whole percentage of the "
-                "card's memory from 1 to 100"
-            )
+        messages += _percentage_problem(where, GPUMEM_PERCENTAGE, asked, "the card's memory")
     if GPUMEM in asked and GPUMEM_PERCENTAGE in asked:
         messages.append(
             f"{where}: gives both {GPUMEM} and {GPUMEM_PERCENTAGE}; HAMi then ignores the "
             "percentage - give only one"
         )
     if known(GPUCORES):
-        value = asked[GPUCORES]
-        cores = whole_number(value)
-        if cores is None or not 1 <= cores <= 100:
-            messages.append(
-                f"{where}: {GPUCORES} is {_show(value)}; give a whole percentage of one card's "
-                "compute from 1 to 100"
-            )
+        messages += _percentage_problem(where, GPUCORES, asked, "one card's compute")
     if known(PRIORITY) and whole_number(asked[PRIORITY]) is None:
         messages.append(f"{where}: {PRIORITY} is {_show(asked[PRIORITY])}; give a whole number")
     if GPU in asked and not any(k in asked for k in (GPUMEM, GPUMEM_PERCENTAGE, GPUCORES)):
