@@ -70,26 +70,31 @@ def ipv4_subnet(inspect_json: str) -> tuple[ipaddress.IPv4Network, IPv4 | None]:
 
 def carve_pool(subnet: ipaddress.IPv4Network, size: int, gateway: IPv4 | None = None) -> list[str]:
     """``size`` addresses from the top of ``subnet``, returned ascending: never the broadcast
-    address, never the gateway, and only from the subnet's upper half."""
+    address, never the gateway, and only from the subnet's upper half. Walks down from the top
+    only as far as it needs (a kind network is often a /16: 32,000 candidates)."""
     if size < 1:
         raise LabNetworkError(f"a MetalLB pool needs at least one address, not {size}")
     upper_half_start = int(subnet.network_address) + subnet.num_addresses // 2
     broadcast = int(subnet.broadcast_address)
-    candidates = [
-        IPv4(value)
-        for value in range(broadcast - 1, upper_half_start - 1, -1)
-        if gateway is None or IPv4(value) != gateway
-    ]
-    if subnet.num_addresses < 4:
-        candidates = []  # /31 and /32 have no broadcast-free upper half
-    if len(candidates) < size:
-        room = len(candidates)
+    # /31 and /32 have no broadcast-free upper half.
+    candidates = (
+        range(broadcast - 1, upper_half_start - 1, -1) if subnet.num_addresses >= 4 else range(0)
+    )
+    skipped = int(gateway) if gateway is not None else None
+    picked: list[int] = []
+    for value in candidates:
+        if len(picked) == size:
+            break
+        if value != skipped:
+            picked.append(value)
+    if len(picked) < size:
+        room = len(candidates) - (1 if skipped in candidates else 0)
         raise LabNetworkError(
             f"the kind network's IPv4 subnet {subnet} has room for {room} MetalLB addresses "
             f"in its upper half, but management.kind.metallbPoolSize is {size}: lower "
             "metallbPoolSize, or recreate the kind network with a larger subnet (at least a /24)"
         )
-    return [str(address) for address in sorted(candidates[:size])]
+    return [str(IPv4(value)) for value in sorted(picked)]
 
 
 def metallb_pool(inspect_json: str, size: int) -> list[str]:

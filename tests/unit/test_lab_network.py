@@ -89,6 +89,22 @@ def test_exactly_the_upper_half_fits() -> None:
     ]
 
 
+def test_a_gateway_in_the_upper_half_leaves_one_address_less() -> None:
+    # .8-.14 are the 7 candidates of a /28; a gateway at .12 takes one of them.
+    subnet = ipaddress.IPv4Network("172.30.0.0/28")
+    gateway = ipaddress.IPv4Address("172.30.0.12")
+    assert carve_pool(subnet, 6, gateway) == [f"172.30.0.{last}" for last in (8, 9, 10, 11, 13, 14)]
+    with pytest.raises(LabNetworkError, match="room for 6"):
+        carve_pool(subnet, 7, gateway)
+
+
+def test_a_16_subnet_gives_the_top_addresses() -> None:
+    pool = carve_pool(
+        ipaddress.IPv4Network("172.18.0.0/16"), 3, ipaddress.IPv4Address("172.18.0.1")
+    )
+    assert pool == ["172.18.255.252", "172.18.255.253", "172.18.255.254"]
+
+
 def test_tiny_subnets_have_no_room() -> None:
     with pytest.raises(LabNetworkError, match="room for 0"):
         carve_pool(ipaddress.IPv4Network("172.30.0.0/31"), 1)
