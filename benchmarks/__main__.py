@@ -1,15 +1,16 @@
 """``python -m benchmarks``: speed and scale of the program, measured (a benchmark, not a test).
 
 Full run (default): synthetic stacks of 2, 10, 50 and 100 tenants (two pools each) evaluated
-under mocks next to the bare-SDK floor, the deployment critical path, and the control-plane
-footprint of the lab and prod stack files. Prints plain-text tables, writes
+under mocks next to the bare-SDK floor and the typed floor (``benchmarks.typed_floor``: what the
+program's resource types cost before the program adds anything), the deployment critical path,
+and the control-plane footprint of the lab and prod stack files. Prints plain-text tables, writes
 ``reports/benchmark.json``, exits 0 unless an evaluation fails (goals are reported, not enforced).
 
 ``--ci``: 2 and 20 tenants, best of 3, writes ``reports/benchmark-ci.json``; exits 1 only on a
 structural regression — the critical path grows with the number of tenants, a tenant (or pool)
-waits for a sibling, or the program costs more than ``--max-ratio`` (3) x the floor per resource
-in CPU time at the largest size — never on absolute seconds (and on a program that does not
-evaluate at all).
+waits for a sibling, the program costs more than ``--max-ratio`` (5) x the floor or more than
+``--max-overhead`` (2) x its typed floor per resource in CPU time at the largest size — never on
+absolute seconds (and on a program that does not evaluate at all).
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import graph, report, synthetic
-from benchmarks.floor import floor_shape, shape_to_json
+from benchmarks.floor import ShapeJson, floor_shape, shape_to_json
 from benchmarks.footprint import stack_footprint
 from benchmarks.runner import REPO_ROOT, Kind, Measurement, measure
+from benchmarks.typed_floor import unsupported_types
 
 FOOTPRINT_STACKS = ("lab", "prod")
 
@@ -59,6 +61,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=report.RATIO_CI_LIMIT,
         help="--ci fails above this program/floor ratio (default %(default)s)",
     )
+    parser.add_argument(
+        "--max-overhead",
+        type=float,
+        default=report.OVERHEAD_CI_LIMIT,
+        help="--ci fails above this program/typed-floor ratio (default %(default)s)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per evaluation")
     parser.add_argument(
         "--durations", action="store_true", help="print the duration estimates table and exit"
@@ -66,7 +74,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="also profile the largest size (program and floor): self time by code group",
+        help="also profile the largest size (program and floors): self time by code group",
     )
     args = parser.parse_args(argv)
     if args.sizes is None:
@@ -92,6 +100,7 @@ def _best(runs: Sequence[Measurement]) -> report.Cost:
         eval_seconds=best.eval_seconds,
         eval_cpu_seconds=best.eval_cpu_seconds,
         engine_cpu_seconds=best.engine_cpu_seconds,
+        gc_cpu_seconds=best.gc_cpu_seconds,
         import_seconds=best.import_seconds,
         process_seconds=best.process_seconds,
         peak_rss_mib=best.peak_rss_mib,
@@ -115,6 +124,18 @@ def _checked(run: Measurement) -> Measurement:
     return run
 
 
+def floor_shapes(program: Measurement) -> ShapeJson:
+    """The floors' shape from a program run; a type the typed floor cannot build fails here."""
+    shape = floor_shape(graph.nodes_from(program.resources))
+    missing = unsupported_types(shape)
+    if missing:
+        raise EvaluationFailedError(
+            f"the typed floor has no class for {', '.join(missing)}: add each to "
+            "benchmarks.typed_floor.MINIMAL"
+        )
+    return shape_to_json(shape)
+
+
 def warm_up(args: argparse.Namespace, base: dict[str, Any]) -> list[str]:
     """Modules the program loads lazily while it evaluates (one untimed 1-tenant run): every
     measured run imports them before its clock starts."""
@@ -136,13 +157,13 @@ def measure_size(
     args: argparse.Namespace, base: dict[str, Any], tenants: int, preload: list[str]
 ) -> report.SizeResult:
     config = synthetic.synthetic_config(base, tenants)
-    programs: list[Measurement] = []
-    floors: list[Measurement] = []
-    shape: list[list[int]] | None = None
+    runs: dict[Kind, list[Measurement]] = {"program": [], "floor": [], "typed-floor": []}
+    shape: ShapeJson | None = None
     for attempt in range(args.repeat):
-        _progress(f"  {tenants} tenants: run {attempt + 1}/{args.repeat} (program, floor)")
-        kinds: tuple[Kind, Kind] = ("program", "floor")
-        for kind in kinds:
+        _progress(
+            f"  {tenants} tenants: run {attempt + 1}/{args.repeat} (program, floor, typed floor)"
+        )
+        for kind in runs:
             run = _checked(
                 measure(
                     kind,
@@ -155,12 +176,15 @@ def measure_size(
                     preload=preload,
                 )
             )
-            (programs if kind == "program" else floors).append(run)
+            runs[kind].append(run)
             if shape is None:
-                shape = shape_to_json(floor_shape(graph.nodes_from(run.resources)))
-    nodes = graph.nodes_from(programs[0].resources)
-    if floors[0].count != len(nodes):
-        raise EvaluationFailedError(f"the floor registered {floors[0].count}, not {len(nodes)}")
+                shape = floor_shapes(run)
+    nodes = graph.nodes_from(runs["program"][0].resources)
+    for kind in ("floor", "typed-floor"):
+        if runs[kind][0].count != len(nodes):
+            raise EvaluationFailedError(
+                f"the {kind} registered {runs[kind][0].count}, not {len(nodes)}"
+            )
     timed = graph.schedule(nodes, graph.duration_weight)
     tenants_by_name = sorted((n.name, n.urn) for n in nodes if n.type.endswith(graph.TENANT_SUFFIX))
     first_tenant = tenants_by_name[0][1] if tenants_by_name else None
@@ -174,8 +198,9 @@ def measure_size(
         tenants=tenants,
         resources=len(nodes),
         custom=sum(1 for n in nodes if n.custom),
-        program=_best(programs),
-        floor=_best(floors),
+        program=_best(runs["program"]),
+        floor=_best(runs["floor"]),
+        typed_floor=_best(runs["typed-floor"]),
         by_duration=timed.path,
         by_count=graph.critical_path(nodes, graph.count_weight),
         independence=graph.independence(nodes),
@@ -186,22 +211,30 @@ def measure_size(
 def profile_largest(
     args: argparse.Namespace, base: dict[str, Any], tenants: int, preload: list[str]
 ) -> report.Profile:
-    """One extra, profiled evaluation of the program and of its floor (profiling slows both
+    """One extra, profiled evaluation of the program and of its floors (profiling slows all
     down; the shares are what matters)."""
-    _progress(f"  profile: {tenants} tenants (program, floor)")
+    _progress(f"  profile: {tenants} tenants (program, floor, typed floor)")
     config = synthetic.synthetic_config(base, tenants)
     program = _checked(
         measure(
             "program", args.stack, config, tenants, args.preview, None, args.timeout, preload, True
         )
     )
-    shape = shape_to_json(floor_shape(graph.nodes_from(program.resources)))
-    floor = _checked(
-        measure(
-            "floor", args.stack, config, tenants, args.preview, shape, args.timeout, preload, True
-        )
+    shape = floor_shapes(program)
+    floors = {
+        kind: _checked(
+            measure(
+                kind, args.stack, config, tenants, args.preview, shape, args.timeout, preload, True
+            )
+        ).profile
+        for kind in ("floor", "typed-floor")
+    }
+    return report.Profile(
+        tenants=tenants,
+        program=program.profile,
+        floor=floors["floor"],
+        typed_floor=floors["typed-floor"],
     )
-    return report.Profile(tenants=tenants, program=program.profile, floor=floor.profile)
 
 
 def _machine() -> dict[str, Any]:
@@ -252,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile=profile,
     )
     if args.ci:
-        result.checks = report.ci_checks(sizes, ratio_limit=args.max_ratio)
+        result.checks = report.ci_checks(
+            sizes, ratio_limit=args.max_ratio, overhead_limit=args.max_overhead
+        )
     else:
         result.goals = report.goal_checks(sizes)
     print(report.render(result))

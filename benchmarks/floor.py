@@ -6,12 +6,16 @@ included) a ``gpu-platform:bench:Trivial`` CustomResource with one small input, 
 same parent — without inputs, dependencies or providers. ``build`` registers it. Run under the
 same mock monitor as the program, it measures what the Pulumi SDK alone costs for that many
 resources at that parent depth; the program's cost is reported as a ratio to it.
+
+Each node also keeps the recorded resource's type token and whether it was a read, for the typed
+floor (``benchmarks.typed_floor``), which registers the same tree with the program's own types.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from benchmarks.graph import Node
 
@@ -21,11 +25,14 @@ TRIVIAL_TYPE = "gpu-platform:bench:Trivial"
 
 @dataclass(frozen=True)
 class FloorNode:
-    """Resource ``index`` of the floor, under floor resource ``parent`` (None: the stack)."""
+    """Resource ``index`` of the floor, under floor resource ``parent`` (None: the stack);
+    ``type`` and ``read`` are those of the recorded resource it stands for."""
 
     index: int
     parent: int | None
     custom: bool
+    type: str = TRIVIAL_TYPE
+    read: bool = False
 
 
 def floor_shape(nodes: Sequence[Node]) -> list[FloorNode]:
@@ -41,22 +48,29 @@ def floor_shape(nodes: Sequence[Node]) -> list[FloorNode]:
                 deferred.append(node)
                 continue
             position[node.urn] = len(shape)
-            shape.append(FloorNode(len(shape), position.get(node.parent), node.custom))
+            shape.append(
+                FloorNode(len(shape), position.get(node.parent), node.custom, node.type, node.read)
+            )
         if len(deferred) == len(pending):
             raise ValueError(f"parent cycle among {len(deferred)} resources")
         pending = deferred
     return shape
 
 
-def shape_to_json(shape: Sequence[FloorNode]) -> list[list[int]]:
-    """Compact form for the child process: ``[parent or -1, custom as 0/1]`` per node."""
-    return [[-1 if n.parent is None else n.parent, int(n.custom)] for n in shape]
+ShapeJson = list[tuple[int, int, str, int]]
 
 
-def shape_from_json(data: Sequence[Sequence[int]]) -> list[FloorNode]:
+def shape_to_json(shape: Sequence[FloorNode]) -> ShapeJson:
+    """Compact form for the child process: ``[parent or -1, custom, type, read]`` per node."""
     return [
-        FloorNode(i, None if parent < 0 else parent, bool(custom))
-        for i, (parent, custom) in enumerate(data)
+        (-1 if n.parent is None else n.parent, int(n.custom), n.type, int(n.read)) for n in shape
+    ]
+
+
+def shape_from_json(data: Sequence[Sequence[Any]]) -> list[FloorNode]:
+    return [
+        FloorNode(i, None if parent < 0 else parent, bool(custom), type_, bool(read))
+        for i, (parent, custom, type_, read) in enumerate(data)
     ]
 
 

@@ -52,6 +52,7 @@ class Node:
     parent: str = ""
     provider: str = ""  # the provider's URN (without ``::id``)
     dependencies: tuple[str, ...] = ()
+    read: bool = False  # an existing object read (``.get``), not one the program creates
 
 
 def nodes_from(registrations: Iterable[Any]) -> list[Node]:
@@ -71,6 +72,7 @@ def nodes_from(registrations: Iterable[Any]) -> list[Node]:
                 parent=reg.parent or "",
                 provider=provider,
                 dependencies=tuple(dict.fromkeys(deps)),
+                read=bool(getattr(reg, "read", False)),
             )
         )
     return nodes

@@ -7,11 +7,14 @@ for another and no pool for its sibling. ``python -m benchmarks`` measures the s
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from benchmarks import graph
 from benchmarks.floor import floor_shape, shape_to_json
-from benchmarks.runner import measure
+from benchmarks.runner import Measurement, measure
+from benchmarks.typed_floor import unsupported_types
 from benchmarks.synthetic import synthetic_config
 from tests.support.harness import Recording, evaluate, load_stack_config
 
@@ -64,6 +67,7 @@ def test_benchmark_runner_records_what_the_harness_records(
     assert {r.urn for r in program.resources} == {r.urn for r in scaled[SIZES[0]].resources}
     assert program.eval_seconds > 0
     assert program.peak_rss_kib >= program.baseline_rss_kib > 0
+    assert 0 < program.gc_cpu_seconds < program.eval_cpu_seconds  # 100 resources: it collects
     shape = shape_to_json(floor_shape(graph.nodes_from(program.resources)))
     floor = measure("floor", "lab", config, SIZES[0], shape=shape, timeout=240)
     assert floor.error is None
@@ -72,3 +76,26 @@ def test_benchmark_runner_records_what_the_harness_records(
         "gpu-platform:bench:Group",
         "gpu-platform:bench:Trivial",
     }
+
+
+def _kinds(run: Measurement) -> Counter[tuple[str, bool, bool]]:
+    """How many resources of each (type, custom, read) a run registered; components count by
+    kind only (the floors give every component one group type)."""
+    return Counter((r.type if r.custom else "component", r.custom, r.read) for r in run.resources)
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_typed_floor_registers_exactly_the_programs_types(stack: str) -> None:
+    """The typed floor is only a fair price of the program's types if it registers the same
+    ones, as many of each, reads as reads; and it must cover every type both stacks use."""
+    config = load_stack_config(stack)
+    program = measure("program", stack, config, 0, timeout=240)
+    assert program.error is None
+    shape = floor_shape(graph.nodes_from(program.resources))
+    assert unsupported_types(shape) == []
+    typed = measure("typed-floor", stack, config, 0, shape=shape_to_json(shape), timeout=240)
+    assert typed.error is None
+    assert _kinds(typed) == _kinds(program)
+    # Nothing of the program's wiring: no dependencies, no explicit providers.
+    assert not any(r.dependencies or any(r.property_dependencies.values()) for r in typed.resources)
+    assert not any(r.provider for r in typed.resources)

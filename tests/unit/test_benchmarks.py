@@ -30,6 +30,7 @@ from benchmarks.synthetic import (
     synthetic_config,
     synthetic_platform,
 )
+from benchmarks.typed_floor import MINIMAL, custom_resource_kind, unsupported_types
 from components.config import ConfigError, Tenant, parse_platform
 from tests.support.harness import Registration, load_stack_config
 
@@ -427,17 +428,59 @@ def test_floor_shape_puts_parents_first() -> None:
     ]
     shape = floor_shape(nodes)
     assert shape == [
-        FloorNode(0, None, False),  # comp
-        FloorNode(1, None, True),  # top
-        FloorNode(2, 0, True),  # child under comp
-        FloorNode(3, 2, True),  # grandchild under child
+        FloorNode(0, None, False, "gpu-platform:x:C"),  # comp
+        FloorNode(1, None, True, "t"),  # top
+        FloorNode(2, 0, True, "t"),  # child under comp
+        FloorNode(3, 2, True, "t"),  # grandchild under child
     ]
     assert shape_from_json(shape_to_json(shape)) == shape
+    read = [FloorNode(0, None, True, "kubernetes:core/v1:Secret", read=True)]
+    assert shape_from_json(json.loads(json.dumps(shape_to_json(read)))) == read
 
 
 def test_floor_shape_rejects_a_parent_cycle() -> None:
     with pytest.raises(ValueError, match="cycle"):
         floor_shape([custom("a", parent="b"), custom("b", parent="a")])
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        (
+            "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane",
+            ("kamaji.clastix.io/v1alpha1", "TenantControlPlane"),
+        ),
+        (
+            "kubernetes:cluster.x-k8s.io/v1beta2:MachineDeployment",
+            ("cluster.x-k8s.io/v1beta2", "MachineDeployment"),
+        ),
+        ("kubernetes:core/v1:Namespace", None),  # typed, in MINIMAL
+        ("kubernetes:apps/v1:StatefulSet", None),  # built-in group without a dot
+        ("kubernetes:storage.k8s.io/v1:StorageClass", None),  # built-in *.k8s.io group
+        ("docker:index/network:Network", None),
+        ("kubernetes:nogroup", None),
+    ],
+)
+def test_custom_resource_kind(token: str, expected: tuple[str, str] | None) -> None:
+    assert custom_resource_kind(token) == expected
+
+
+def test_unsupported_types_names_what_the_typed_floor_cannot_build() -> None:
+    shape = [
+        FloorNode(0, None, False, "gpu-platform:index:GpuTenant"),  # components: always fine
+        FloorNode(1, 0, True, "kubernetes:core/v1:Namespace"),
+        FloorNode(2, 0, True, "kubernetes:kamaji.clastix.io/v1alpha1:DataStore"),
+        FloorNode(3, 0, True, "kubernetes:core/v1:Secret", read=True),
+        FloorNode(4, 0, True, "docker:index/network:Network"),
+        FloorNode(5, 0, True, "kubernetes:kamaji.clastix.io/v1alpha1:DataStore", read=True),
+        FloorNode(6, 0, True, "kubernetes:storage.k8s.io/v1:StorageClass"),
+    ]
+    assert unsupported_types(shape) == [
+        "docker:index/network:Network",
+        "kubernetes:kamaji.clastix.io/v1alpha1:DataStore",  # only its read
+        "kubernetes:storage.k8s.io/v1:StorageClass",
+    ]
+    assert "kubernetes:core/v1:Secret" in MINIMAL
 
 
 def test_program_imports_reads_top_level_imports(tmp_path: Path) -> None:
@@ -498,16 +541,21 @@ def _size(
     path_s: float = 300.0,
     path_n: int = 12,
     cross: tuple[graph.Wait, ...] = (),
+    typed_s: float | None = None,
 ) -> report.SizeResult:
-    # CPU = wall; the mock engine takes a tenth of each side.
+    # CPU = wall; the mock engine takes a tenth of each side. The typed floor defaults to the
+    # program's own cost (a program that adds nothing to its types).
     cost = report.Cost(program_s, program_s, program_s / 10, 0.3, program_s + 0.5, 100.0, 20.0)
     floor = report.Cost(floor_s, floor_s, floor_s / 10, 0.3, floor_s + 0.5, 80.0, 5.0)
+    typed_s = program_s if typed_s is None else typed_s
+    typed = report.Cost(typed_s, typed_s, typed_s / 10, 0.3, typed_s + 0.5, 90.0, 10.0)
     return report.SizeResult(
         tenants=tenants,
         resources=10 + 30 * tenants,
         custom=8 + 25 * tenants,
         program=cost,
         floor=floor,
+        typed_floor=typed,
         by_duration=_path(path_s, path_n),
         by_count=_path(float(path_n), path_n),
         independence=graph.Independence(tenants, 2 * tenants, cross_tenant=cross),
@@ -533,7 +581,7 @@ def test_ratios_use_cpu_time_and_can_leave_the_mock_engine_out() -> None:
 def test_ci_passes_on_flat_paths_whatever_the_absolute_seconds() -> None:
     # 900 s against a 400 s floor is slow but only 2.25 x: structure is fine.
     checks = report.ci_checks([_size(2, 10.0, 5.0), _size(10, 900.0, 400.0)])
-    assert [c.ok for c in checks] == [True, True, True]
+    assert [c.ok for c in checks] == [True, True, True, True]
 
 
 def test_ci_fails_when_the_critical_path_grows() -> None:
@@ -548,10 +596,29 @@ def test_ci_fails_when_the_longest_chain_gets_longer() -> None:
     assert not checks[0].ok
 
 
-def test_ci_fails_above_three_times_the_floor() -> None:
-    checks = report.ci_checks([_size(2, 1.0, 1.0), _size(10, 3.5, 1.0)])
-    assert [c.ok for c in checks] == [True, True, False]
-    assert "3.50 x the floor" in checks[2].detail
+def test_ci_fails_above_five_times_the_floor() -> None:
+    checks = report.ci_checks([_size(2, 1.0, 1.0), _size(10, 5.5, 1.0)])
+    assert [c.ok for c in checks] == [True, True, False, True]
+    assert "5.50 x the floor" in checks[2].detail
+    # The limit is an argument: --max-ratio 3 fails 3.5 x.
+    assert not report.ci_checks([_size(10, 3.5, 1.0)], ratio_limit=3.0)[2].ok
+
+
+def test_ci_fails_when_the_program_adds_more_than_twice_its_types_cost() -> None:
+    # Program 4.2 s, typed floor 2 s, floor 1 s: types 2 x, program over types 2.1 x.
+    checks = report.ci_checks([_size(10, 4.2, 1.0, typed_s=2.0)])
+    assert [c.ok for c in checks] == [True, True, True, False]
+    assert "2.10 x the typed floor" in checks[3].detail
+    assert "the types alone: 2.00 x the floor" in checks[3].detail
+    assert report.ci_checks([_size(10, 4.2, 1.0, typed_s=2.0)], overhead_limit=2.5)[3].ok
+
+
+def test_the_ratio_is_the_types_weight_times_the_programs_overhead() -> None:
+    result = _size(10, 6.0, 1.5, typed_s=4.0)
+    assert result.ratio == 4.0  # 6 / 1.5
+    assert result.type_weight == pytest.approx(4.0 / 1.5)
+    assert result.overhead == 1.5  # 6 / 4
+    assert result.type_weight * result.overhead == pytest.approx(result.ratio)
 
 
 def test_ci_fails_when_a_tenant_waits_for_another() -> None:
@@ -569,6 +636,7 @@ def test_goals_report_the_ratio_and_linearity() -> None:
     goals = report.goal_checks([_size(2, 0.1, 0.1), _size(100, 5.0, 2.0)])
     by_name = {g.name: g for g in goals}
     assert not by_name["ratio to the floor <= 1.5"].ok  # 2.5 x
+    assert by_name["program over its typed floor <= 1.5"].ok  # typed floor = program here
     # 5 s / 0.1 s over 3010 / 70 resources: k = ln 50 / ln 43 = 1.04, linear.
     assert by_name["linear growth"].ok
     assert "k = 1.04" in by_name["linear growth"].detail
@@ -595,9 +663,14 @@ def test_render_and_json_cover_every_section() -> None:
     text = report.render(result)
     for heading in ("1. Program evaluated", "2. Deployment critical path", "3. Control-plane"):
         assert heading in text
-    assert "[ok] ratio to the floor <= 3" in text
+    assert "[ok] ratio to the floor <= 5" in text
+    assert "[ok] program over its typed floor <= 2" in text
+    assert "garbage collector's share of the CPU at the largest size: program 0%" in text
     data = json.loads(json.dumps(report.to_json(result)))
     assert [s["tenants"] for s in data["sizes"]] == [2, 10]
     assert data["sizes"][1]["ratio"] == 2.0
+    assert data["sizes"][1]["type_weight"] == 2.0  # typed floor = program: 4 s / 2 s
+    assert data["sizes"][1]["program_over_typed_floor"] == 1.0
+    assert data["sizes"][1]["typed_floor"]["eval_cpu_seconds"] == 4.0
     assert data["growth"]["resources_per_tenant"] == 30
     assert data["footprint"]["stacks"]["lab"]["cpu_cores"] == pytest.approx(1.0)
