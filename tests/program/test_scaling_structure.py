@@ -14,8 +14,8 @@ import pytest
 from benchmarks import graph
 from benchmarks.floor import floor_shape, shape_to_json
 from benchmarks.runner import Measurement, measure
-from benchmarks.typed_floor import unsupported_types
 from benchmarks.synthetic import synthetic_config
+from benchmarks.typed_floor import unsupported_types
 from tests.support.harness import Recording, evaluate, load_stack_config
 
 SIZES = (2, 3)
