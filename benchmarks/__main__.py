@@ -6,7 +6,7 @@ program's resource types cost before the program adds anything), the deployment 
 and the control-plane footprint of the lab and prod stack files. Prints plain-text tables, writes
 ``reports/benchmark.json``, exits 0 unless an evaluation fails (goals are reported, not enforced).
 
-``--ci``: 2 and 20 tenants, best of 3, writes ``reports/benchmark-ci.json``; exits 1 only on a
+``--ci``: 2 and 20 tenants, best of 5, writes ``reports/benchmark-ci.json``; exits 1 only on a
 structural regression — the critical path grows with the number of tenants, a tenant (or pool)
 waits for a sibling, the program costs more than ``--max-ratio`` (5) x the floor or more than
 ``--max-overhead`` (2) x its typed floor per resource in CPU time at the largest size — never on
@@ -51,7 +51,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--ci", action="store_true", help="small sizes; fail on structure only")
     parser.add_argument("--sizes", type=_sizes, help="tenant counts, e.g. 2,10,50,100")
-    parser.add_argument("--repeat", type=int, help="runs per size, best kept (full 1, --ci 3)")
+    parser.add_argument("--repeat", type=int, help="runs per size, best kept (full 1, --ci 5)")
     parser.add_argument("--stack", default="lab", help="stack file the tenants are derived from")
     parser.add_argument("--preview", action="store_true", help="evaluate like pulumi preview")
     parser.add_argument("--json", type=Path, help="where to write the JSON report")
@@ -80,7 +80,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.sizes is None:
         args.sizes = synthetic.CI_SIZES if args.ci else synthetic.FULL_SIZES
     if args.repeat is None:
-        args.repeat = 3 if args.ci else 1
+        args.repeat = 5 if args.ci else 1
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     if args.json is None:
