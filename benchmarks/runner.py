@@ -214,25 +214,7 @@ def _graph_monitor(base: type[Any]) -> type[Any]:
             # No copy of inputs and outputs: in a real deployment the engine keeps them in its
             # own process, and here they would only add to the garbage collector's work in the
             # measured one (more for the program than for the floors, whose inputs are tiny).
-            urn = self.make_urn(request.parent, request.type, request.name)
-            if urn in self.seen_urns:
-                self.duplicates.append(urn)
-            self.seen_urns.add(urn)
-            self.records.append(
-                {
-                    "urn": urn,
-                    "type": request.type,
-                    "name": request.name,
-                    "custom": True if read else bool(request.custom),
-                    "parent": request.parent,
-                    "provider": request.provider,
-                    "dependencies": list(request.dependencies),
-                    "property_dependencies": {}
-                    if read
-                    else {k: list(v.urns) for k, v in request.propertyDependencies.items()},
-                    "read": read,
-                }
-            )
+            self.records.append(self._graph_record(request, read))
 
         def _timed(self, method: Any, request: Any) -> Any:
             started = time.thread_time()

@@ -99,16 +99,35 @@ class RecordingMonitor(mocks.MockMonitor):
         self.seen_urns: set[str] = set()
         self.duplicates: list[str] = []
 
-    def _record(self, request: Any, read: bool) -> None:
-        _ensure_event_loop()
-        raw = rpc.deserialize_properties(request.properties if read else request.object)
-        secrets: list[str] = []
-        inputs = _unwrap(raw, "", secrets)
+    def _graph_record(self, request: Any, read: bool) -> dict[str, Any]:
+        """What the dependency graph needs of a registration (noting duplicate URNs)."""
         urn = self.make_urn(request.parent, request.type, request.name)
         if urn in self.seen_urns:
             self.duplicates.append(urn)
         self.seen_urns.add(urn)
-        registered = self.resources.get(urn)
+        return {
+            "urn": urn,
+            "type": request.type,
+            "name": request.name,
+            "custom": True if read else bool(request.custom),
+            "parent": request.parent,
+            "provider": request.provider,
+            "dependencies": list(request.dependencies),
+            "property_dependencies": {}
+            if read
+            else {k: list(v.urns) for k, v in request.propertyDependencies.items()},
+            "read": read,
+        }
+
+    def _record(self, request: Any, read: bool) -> None:
+        record = self._graph_record(request, read)
+        _ensure_event_loop()
+        raw = rpc.deserialize_properties(request.properties if read else request.object)
+        secrets: list[str] = []
+        record["inputs"] = _unwrap(raw, "", secrets)
+        record["secret_inputs"] = secrets
+        registered = self.resources.get(record["urn"])
+        record["outputs"] = _unwrap(registered.state if registered else {}, "", [])
         options: dict[str, Any] = {}
         if not read:
             options = {
@@ -125,25 +144,8 @@ class RecordingMonitor(mocks.MockMonitor):
                 },
                 "deleted_with": request.deletedWith,
             }
-        self.records.append(
-            {
-                "urn": urn,
-                "type": request.type,
-                "name": request.name,
-                "custom": True if read else bool(request.custom),
-                "inputs": inputs,
-                "outputs": _unwrap(registered.state if registered else {}, "", []),
-                "secret_inputs": secrets,
-                "parent": request.parent,
-                "provider": request.provider,
-                "dependencies": list(request.dependencies),
-                "property_dependencies": {}
-                if read
-                else {k: list(v.urns) for k, v in request.propertyDependencies.items()},
-                "options": options,
-                "read": read,
-            }
-        )
+        record["options"] = options
+        self.records.append(record)
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
