@@ -13,9 +13,11 @@ floor (``benchmarks.typed_floor``), which registers the same tree with the progr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pulumi
 
 from benchmarks.graph import Node
 
@@ -74,19 +76,24 @@ def shape_from_json(data: Sequence[Sequence[Any]]) -> list[FloorNode]:
     ]
 
 
-def build(shape: Sequence[FloorNode]) -> None:
-    """Register the floor program's resources (call inside a Pulumi program)."""
-    import pulumi
+CustomFactory = Callable[[FloorNode, pulumi.ResourceOptions], pulumi.Resource]
 
+
+def trivial_resource(node: FloorNode, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    """The floor's custom resource: one small input, nothing else."""
+    return pulumi.CustomResource(TRIVIAL_TYPE, f"trivial-{node.index}", {"index": node.index}, opts)
+
+
+def build(shape: Sequence[FloorNode], custom: CustomFactory = trivial_resource) -> None:
+    """Register ``shape`` (call inside a Pulumi program): a group component for every component,
+    ``custom(node, opts)`` for every custom resource, each under its parent."""
     created: list[pulumi.Resource] = []
     for node in shape:
         parent = created[node.parent] if node.parent is not None else None
         opts = pulumi.ResourceOptions(parent=parent)
         resource: pulumi.Resource
         if node.custom:
-            resource = pulumi.CustomResource(
-                TRIVIAL_TYPE, f"trivial-{node.index}", {"index": node.index}, opts
-            )
+            resource = custom(node, opts)
         else:
             group = pulumi.ComponentResource(GROUP_TYPE, f"group-{node.index}", None, opts)
             group.register_outputs({})

@@ -26,7 +26,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.floor import GROUP_TYPE, FloorNode
+import pulumi
+
+from benchmarks import floor
+from benchmarks.floor import FloorNode
 
 
 @dataclass(frozen=True)
@@ -105,36 +108,30 @@ def unsupported_types(nodes: Iterable[FloorNode]) -> list[str]:
     return sorted(missing)
 
 
-def build(shape: Sequence[FloorNode]) -> None:
-    """Register the typed floor (call inside a Pulumi program)."""
-    import pulumi
+def typed_resource(node: FloorNode, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    """The cheapest valid instance of ``node``'s type (a read when the program read it)."""
+    name = f"typed-{node.index}"
+    minimal = MINIMAL.get(node.type)
+    if minimal is not None:
+        cls = getattr(importlib.import_module(minimal.module), minimal.cls)
+        if node.read:
+            return cls.get(name, f"default/{name}", opts=opts)  # type: ignore[no-any-return]
+        return cls(name, opts=opts, **minimal.inputs)  # type: ignore[no-any-return]
+    kind = custom_resource_kind(node.type)
+    if kind is None or node.read:
+        raise ValueError(f"the typed floor cannot build {node.type}")
+    from pulumi_kubernetes.apiextensions import CustomResource
 
+    return CustomResource(name, api_version=kind[0], kind=kind[1], opts=opts)
+
+
+def build(shape: Sequence[FloorNode]) -> None:
+    """Register the typed floor (call inside a Pulumi program); fails before registering
+    anything when a type is not covered."""
     missing = unsupported_types(shape)
     if missing:
         raise ValueError(
             f"the typed floor cannot build {', '.join(missing)}: add each to "
             "benchmarks.typed_floor.MINIMAL (its class and fewest required inputs)"
         )
-    created: list[pulumi.Resource] = []
-    for node in shape:
-        parent = created[node.parent] if node.parent is not None else None
-        opts = pulumi.ResourceOptions(parent=parent)
-        name = f"typed-{node.index}"
-        resource: pulumi.Resource
-        if not node.custom:
-            group = pulumi.ComponentResource(GROUP_TYPE, name, None, opts)
-            group.register_outputs({})
-            resource = group
-        elif node.type in MINIMAL:
-            minimal = MINIMAL[node.type]
-            cls = getattr(importlib.import_module(minimal.module), minimal.cls)
-            if node.read:
-                resource = cls.get(name, f"default/{name}", opts=opts)
-            else:
-                resource = cls(name, opts=opts, **minimal.inputs)
-        else:
-            from pulumi_kubernetes.apiextensions import CustomResource
-
-            api_version, kind = custom_resource_kind(node.type) or ("", "")
-            resource = CustomResource(name, api_version=api_version, kind=kind, opts=opts)
-        created.append(resource)
+    floor.build(shape, typed_resource)
