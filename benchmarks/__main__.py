@@ -29,7 +29,7 @@ from benchmarks import graph, report, synthetic
 from benchmarks.floor import ShapeJson, floor_shape, shape_to_json
 from benchmarks.footprint import stack_footprint
 from benchmarks.runner import REPO_ROOT, Kind, Measurement, measure
-from benchmarks.typed_floor import unsupported_types
+from benchmarks.typed_floor import check_supported
 
 FOOTPRINT_STACKS = ("lab", "prod")
 
@@ -127,12 +127,10 @@ def _checked(run: Measurement) -> Measurement:
 def floor_shapes(program: Measurement) -> ShapeJson:
     """The floors' shape from a program run; a type the typed floor cannot build fails here."""
     shape = floor_shape(graph.nodes_from(program.resources))
-    missing = unsupported_types(shape)
-    if missing:
-        raise EvaluationFailedError(
-            f"the typed floor has no class for {', '.join(missing)}: add each to "
-            "benchmarks.typed_floor.MINIMAL"
-        )
+    try:
+        check_supported(shape)
+    except ValueError as exc:
+        raise EvaluationFailedError(str(exc)) from None
     return shape_to_json(shape)
 
 

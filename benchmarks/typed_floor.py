@@ -125,13 +125,18 @@ def typed_resource(node: FloorNode, opts: pulumi.ResourceOptions) -> pulumi.Reso
     return CustomResource(name, api_version=kind[0], kind=kind[1], opts=opts)
 
 
-def build(shape: Sequence[FloorNode]) -> None:
-    """Register the typed floor (call inside a Pulumi program); fails before registering
-    anything when a type is not covered."""
+def check_supported(shape: Sequence[FloorNode]) -> None:
+    """Raise ValueError naming every type in ``shape`` the typed floor cannot build."""
     missing = unsupported_types(shape)
     if missing:
         raise ValueError(
             f"the typed floor cannot build {', '.join(missing)}: add each to "
             "benchmarks.typed_floor.MINIMAL (its class and fewest required inputs)"
         )
+
+
+def build(shape: Sequence[FloorNode]) -> None:
+    """Register the typed floor (call inside a Pulumi program); fails before registering
+    anything when a type is not covered."""
+    check_supported(shape)
     floor.build(shape, typed_resource)

@@ -30,7 +30,12 @@ from benchmarks.synthetic import (
     synthetic_config,
     synthetic_platform,
 )
-from benchmarks.typed_floor import MINIMAL, custom_resource_kind, unsupported_types
+from benchmarks.typed_floor import (
+    MINIMAL,
+    check_supported,
+    custom_resource_kind,
+    unsupported_types,
+)
 from components.config import ConfigError, Tenant, parse_platform
 from tests.support.harness import Registration, load_stack_config
 
@@ -481,6 +486,9 @@ def test_unsupported_types_names_what_the_typed_floor_cannot_build() -> None:
         "kubernetes:storage.k8s.io/v1:StorageClass",
     ]
     assert "kubernetes:core/v1:Secret" in MINIMAL
+    with pytest.raises(ValueError, match="cannot build docker:index/network:Network, kubernetes"):
+        check_supported(shape)
+    check_supported(shape[:4])  # the supported ones pass
 
 
 def test_program_imports_reads_top_level_imports(tmp_path: Path) -> None:
