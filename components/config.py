@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components.catalog import CARD_CATALOG, CardModel
-from components.versions import PINNED
+from components.versions import PINNED, kind_node_image
 
 CONFIG_KEY = "platform"
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -578,7 +578,9 @@ class PlatformConfig(_Model):
         description="drives tenant control planes, worker images and HAMi's kube-scheduler"
     )
     worker_image: str | None = Field(
-        default=None, description="lab: kindest/node image (default: the tenant version)"
+        default=None,
+        description="lab: kindest/node image (default: the tenant version, by digest when the "
+        "pinned kind release published one)",
     )
     management: Management = Field(description="exactly one of kind (lab) or existing (prod)")
     hami: HamiSettings = Field(default=HamiSettings(), description="HAMi inside every tenant")
@@ -739,7 +741,7 @@ class PlatformConfig(_Model):
     @property
     def effective_worker_image(self) -> str:
         """The kindest/node image every lab worker runs: always the tenant version."""
-        return self.worker_image or f"kindest/node:{self.kubernetes_version}"
+        return self.worker_image or kind_node_image(self.kubernetes_version)
 
     @property
     def kind(self) -> KindManagement:

@@ -1,13 +1,32 @@
 """Every pinned upstream version in one place (platform.md §4 pitfall 10).
 
-Charts are pinned by version, images by tag. Kamaji's chart is published as ``0.0.0+latest`` and
+Charts are pinned by version, images by tag — and kind's node images by digest too, because a
+kindest/node tag is rebuilt for later kind releases and kind only guarantees an image built for its
+own release when it is pulled by digest. Kamaji's chart is published as ``0.0.0+latest`` and
 moves with every push, so its *image* tag is what pins Kamaji. Contract tests compare these pins
 with the copies of the same releases in ``../shared/upstream`` (see ``tests/contract``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
+
+# The kind release the lab is built and tested with, and its node images by digest (kind's
+# pkg/apis/config/defaults/image.go at that tag, and its release notes).
+KIND_RELEASE = "v0.31.0"
+KIND_NODE_DIGESTS: Mapping[str, str] = MappingProxyType(
+    {"v1.35.0": "sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"}
+)
+
+
+def kind_node_image(kubernetes_version: str) -> str:
+    """The kindest/node image of ``kubernetes_version``: by digest where the pinned kind release
+    published one (``KIND_NODE_DIGESTS``), else by tag alone."""
+    image = f"kindest/node:{kubernetes_version}"
+    digest = KIND_NODE_DIGESTS.get(kubernetes_version)
+    return f"{image}@{digest}" if digest else image
 
 
 @dataclass(frozen=True)
@@ -23,8 +42,9 @@ class HelmChart:
 class PinnedVersions:
     """The versions this release of the program was built and contract-tested against."""
 
-    # Management cluster (lab): the kind node image for the management cluster itself.
-    kind_node_image: str = "kindest/node:v1.35.0"
+    # Management cluster (lab): kind, and the node image of the management cluster itself.
+    kind: str = KIND_RELEASE
+    kind_node_image: str = kind_node_image("v1.35.0")
     metallb: HelmChart = HelmChart("https://metallb.github.io/metallb", "metallb", "0.16.1")
     cert_manager: HelmChart = HelmChart("https://charts.jetstack.io", "cert-manager", "v1.21.1")
     kamaji: HelmChart = HelmChart("https://clastix.github.io/charts", "kamaji", "0.0.0+latest")

@@ -39,6 +39,8 @@ LAB_NODES = {"tenant-a-a100": ["tenant-a-a100-0"], "tenant-b-l4": ["tenant-b-l4-
 # (cards, MiB, compute units, slots) per node, from the lab report
 LAB_INVENTORY = {"tenant-a-a100": (1, 81_920, 100, 10), "tenant-b-l4": (2, 49_152, 200, 20)}
 
+KIND_V0_31_V1_35_0 = "sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
+
 
 def pool_children(recording: Recording, pool: str, type_: str | None = None) -> list[Any]:
     # a program error stops registration half-way: say so instead of a confusing miss below
@@ -68,7 +70,8 @@ def management_owns_provider(recording: Recording, reg: Any) -> bool:
 @pytest.mark.parametrize("pool", sorted(LAB_NODES))
 def test_lab_pool_runs_one_kindest_node_container_per_replica(lab: Recording, pool: str) -> None:
     (image,) = pool_children(lab, pool, REMOTE_IMAGE)
-    assert image.inputs["name"] == "kindest/node:v1.35.0"
+    # The tenant version, by the digest kind v0.31.0 published for it.
+    assert image.inputs["name"] == f"kindest/node:v1.35.0@{KIND_V0_31_V1_35_0}"
     containers = pool_children(lab, pool, CONTAINER)
     assert sorted(c.inputs["name"] for c in containers) == LAB_NODES[pool]
     volumes = {v.inputs["name"] for v in pool_children(lab, pool, VOLUME)}

@@ -294,7 +294,7 @@ def test_versions_report_what_each_stack_deploys() -> None:
     lab = parse_platform(load_stack_config("lab")["gpu-platform:platform"])
     versions = management_versions(lab)
     assert versions["kamaji_image_tag"] == PINNED.kamaji_image_tag
-    assert versions["kind_node_image"] == "kindest/node:v1.35.0"
+    assert versions["kind_node_image"] == PINNED.kind_node_image
     prod = parse_platform(load_stack_config("prod")["gpu-platform:platform"])
     prod_versions = management_versions(prod)
     assert prod_versions["kamaji_control_plane_provider"] == "v0.20.0"
