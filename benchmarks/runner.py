@@ -198,8 +198,6 @@ def measure(
 
 # ----------------------------------------------------------------------------------- child
 
-_GRAPH_FIELDS = tuple(Registered.__dataclass_fields__)
-
 
 def _graph_monitor(base: type[Any]) -> type[Any]:
     """The harness's RecordingMonitor, timing the CPU its calls take and keeping only what the
@@ -333,7 +331,7 @@ def _child(request: dict[str, Any]) -> dict[str, Any]:
         "import_seconds": import_seconds,
         "peak_rss_kib": peak,
         "baseline_rss_kib": baseline,
-        "resources": [{k: r[k] for k in _GRAPH_FIELDS} for r in monitor.records],
+        "resources": monitor.records,  # graph fields only (GraphMonitor._record)
         "error": error,
         "duplicate_urns": monitor.duplicates,
         "loaded_modules": loaded,
