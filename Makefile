@@ -48,7 +48,7 @@ preflight: ## Check this host can run the lab (Docker, Linux, CPUs, memory, disk
 	$(BIN)/python -m components.preflight
 
 .PHONY: lab
-lab: venv preflight ## Bring the lab up end to end: pulumi up, acceptance suite, kubeconfigs
+lab: venv preflight charts ## Bring the lab up end to end: pulumi up, acceptance suite, kubeconfigs
 	mkdir -p $(STATE_DIR)
 	$(PULUMI) stack select lab --create
 	$(PULUMI) up --yes --stack lab --skip-preview
@@ -62,7 +62,7 @@ kubeconfigs: ## Write each tenant's admin kubeconfig to .lab/kubeconfigs/ (mode 
 	  | $(BIN)/python scripts/write_kubeconfigs.py $(KUBECONFIG_DIR)
 
 .PHONY: preview
-preview: ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
+preview: charts ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
 	$(PULUMI) preview --stack $(STACK) \
 	  --policy-pack policies --policy-pack-config policies/config/$(STACK).json
 
@@ -85,8 +85,12 @@ versions: ## Print every pinned upstream version
 bench: ## Evaluation cost, critical path and control-plane footprint (see README)
 	$(BIN)/python -m benchmarks
 
+.PHONY: charts
+charts: venv ## Download the pinned chart archives into the per-user cache (the lab and previews install from it)
+	$(BIN)/python scripts/fetch_charts.py
+
 .PHONY: fetch-upstream
-fetch-upstream: ## Download the pinned upstream charts/CRDs into .upstream/ (outside this workspace)
+fetch-upstream: charts ## charts, plus the upstream data files the contract tests read (.upstream/)
 	bash scripts/fetch-upstream.sh .upstream
 
 .PHONY: docs

@@ -258,6 +258,7 @@ def _child(request: dict[str, Any]) -> dict[str, Any]:
     import_seconds = time.perf_counter() - started
 
     os.environ["GPU_PLATFORM_SKIP_PREFLIGHT"] = "1"
+    os.environ["GPU_PLATFORM_SKIP_CHART_CHECK"] = "1"
     preview = bool(request["preview"])
     values, secret_keys = harness.mock_config(request["config"])
     set_all_config(values, secret_keys)

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from components import lab_network, preflight
+from components import chart_cache, lab_network, preflight
 from components.config import ExistingManagement, KindManagement, PlatformConfig
 from components.management_values import (
     CAPI_OPERATOR_NAMESPACE,
@@ -84,6 +85,10 @@ class ManagementCluster(pulumi.ComponentResource):
         self, name: str, args: ManagementClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         platform = args.platform
+        # Both stacks install Kamaji from the local chart pinned by content; a missing or
+        # altered chart fails here, before anything is registered (also in preview, which
+        # reads the chart).
+        chart_cache.check_pinned_charts()
         if platform.mode == "lab":
             # Before any registration: a host that cannot run the lab fails here, with every
             # problem listed. Skipped in preview and with GPU_PLATFORM_SKIP_PREFLIGHT=1.
@@ -254,7 +259,7 @@ class ManagementCluster(pulumi.ComponentResource):
         )
         kamaji = self._release(
             KAMAJI_RELEASE,
-            PINNED.kamaji,
+            chart_cache.kamaji_chart_dir(),
             KAMAJI_NAMESPACE,
             kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=deploy_etcd),
             depends_on=[cert_manager],
@@ -288,22 +293,29 @@ class ManagementCluster(pulumi.ComponentResource):
     def _release(
         self,
         release: str,
-        chart: HelmChart,
+        chart: HelmChart | Path,
         namespace: str,
         values: Mapping[str, Any],
         depends_on: Sequence[pulumi.Resource] = (),
         timeout: int = 600,
     ) -> k8s.helm.v3.Release:
-        """A pinned chart in its own namespace (a Namespace object, so destroy removes it),
-        awaited until its workloads are ready."""
+        """A pinned chart — from its repository by version, or a local chart directory pinned by
+        content — in its own namespace (a Namespace object, so destroy removes it), awaited
+        until its workloads are ready."""
         ns = self._namespace(namespace)
+        if isinstance(chart, Path):
+            source: dict[str, Any] = {"chart": str(chart)}
+        else:
+            source = {
+                "chart": chart.chart,
+                "version": chart.version,
+                "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+            }
         return k8s.helm.v3.Release(
             f"{self._name}-{release}",
             k8s.helm.v3.ReleaseArgs(
                 name=release,
-                chart=chart.chart,
-                version=chart.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+                **source,
                 namespace=ns.metadata.name,
                 values=dict(values),
                 skip_await=False,

@@ -83,7 +83,8 @@ def cert_manager_values() -> Values:
 
 
 def kamaji_values(image_tag: str, deploy_etcd: bool) -> Values:
-    """Kamaji pinned by image tag (its chart version ``0.0.0+latest`` moves). With ``deploy_etcd``
+    """Kamaji's image of the pinned release (the chart is that release's, pinned by content in
+    ``chart_cache``). With ``deploy_etcd``
     the bundled kamaji-etcd creates the DataStore ``default`` and Kamaji uses it for tenants that
     name none; without it no default DataStore is set (every tenant names its own)."""
     values: Values = {

@@ -2,9 +2,11 @@
 
 Charts are pinned by version, images by tag — and kind's node images by digest too, because a
 kindest/node tag is rebuilt for later kind releases and kind only guarantees an image built for its
-own release when it is pulled by digest. Kamaji's chart is published as ``0.0.0+latest`` and
-moves with every push, so its *image* tag is what pins Kamaji. Contract tests compare these pins
-with the copies of the same releases in ``../shared/upstream`` (see ``tests/contract``).
+own release when it is pulled by digest. Kamaji's chart is published only as ``0.0.0+latest``,
+which moves with every push, so Kamaji is pinned by its release tag: the image tag here, and the
+chart by the content of that tag's files (``components/chart_cache.py``). Contract tests compare
+these pins with the copies of the same releases in ``../shared/upstream`` (see
+``tests/contract``).
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ class PinnedVersions:
     kind_node_image: str = kind_node_image("v1.35.0")
     metallb: HelmChart = HelmChart("https://metallb.github.io/metallb", "metallb", "0.16.1")
     cert_manager: HelmChart = HelmChart("https://charts.jetstack.io", "cert-manager", "v1.21.1")
-    kamaji: HelmChart = HelmChart("https://clastix.github.io/charts", "kamaji", "0.0.0+latest")
+    # Kamaji's image and its chart come from one release tag. The chart is installed from a local
+    # directory pinned file by file (components/pins/kamaji-chart.json; see chart_cache.py):
+    # Kamaji's Helm repository only serves a moving 0.0.0+latest.
     kamaji_image_tag: str = "26.8.2-edge"
     kamaji_etcd: HelmChart = HelmChart("https://clastix.github.io/charts", "kamaji-etcd", "0.17.0")
     # Inside each tenant.

@@ -239,7 +239,7 @@ def test_preview_leaves_the_kubeconfig_unknown(evaluated: Evaluated) -> None:
 
 def test_lab_control_plane_waits_for_kamaji_and_is_awaited(evaluated: Evaluated) -> None:
     lab = evaluated("lab", False)
-    [kamaji] = [r for r in lab.of_type(RELEASE) if r.inputs.get("chart") == "kamaji"]
+    [kamaji] = [r for r in lab.of_type(RELEASE) if r.inputs.get("name") == "kamaji"]
     for name in _tenants(lab):
         tcp = _named(lab, f"{name}-control-plane")
         assert kamaji.urn in lab.dependency_closure(tcp)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import chart_cache
 from components.versions import PINNED
 from tests.support.fakes_management import FAKE_KUBECONFIG
 from tests.support.harness import (
@@ -76,6 +77,11 @@ def _waits_for(recording: Recording, reg: Registration, other: str) -> bool:
 _PROBE = r"""
 import json, os, sys
 request = json.load(sys.stdin)
+if request.get("charts_dir"):
+    os.environ["GPU_PLATFORM_CHARTS_DIR"] = request["charts_dir"]
+    os.environ.pop("GPU_PLATFORM_SKIP_CHART_CHECK", None)
+else:
+    os.environ["GPU_PLATFORM_SKIP_CHART_CHECK"] = "1"
 if request["skip_preflight"]:
     os.environ["GPU_PLATFORM_SKIP_PREFLIGHT"] = "1"
 else:
@@ -138,13 +144,17 @@ def _probe(
     config: dict[str, Any] | None = None,
     skip_preflight: bool = True,
     failing_host: bool = False,
+    charts_dir: Path | None = None,
 ) -> dict[str, Any]:
+    """Evaluate the ManagementCluster alone; ``charts_dir`` turns the pinned-chart check on
+    (the offline default skips it: nothing is installed under mocks)."""
     request = {
         "stack": stack,
         "preview": preview,
         "config": config if config is not None else load_stack_config(stack),
         "skip_preflight": skip_preflight,
         "failing_host": failing_host,
+        "charts_dir": str(charts_dir) if charts_dir is not None else None,
     }
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
@@ -277,6 +287,10 @@ def test_lab_installs_the_pinned_charts(lab: Recording) -> None:
     assert releases["cert-manager"].inputs["values"] == {"crds": {"enabled": True}}
     kamaji = releases["kamaji"]
     assert kamaji.inputs["namespace"] == "kamaji-system"
+    # The chart of the image's own release, from the directory pinned by content.
+    assert kamaji.inputs["chart"] == str(chart_cache.kamaji_chart_dir())
+    assert chart_cache.kamaji_pins()[0].tag == PINNED.kamaji_image_tag
+    assert "version" not in kamaji.inputs
     assert kamaji.inputs["values"]["image"]["tag"] == PINNED.kamaji_image_tag
     assert kamaji.inputs["values"]["kamaji-etcd"]["deploy"] is True
     assert kamaji.inputs["values"]["kamaji-etcd"]["datastore"]["name"] == "default"
@@ -539,6 +553,31 @@ def test_preflight_failure_stops_up_before_any_registration() -> None:
     assert result["error"].startswith("PreflightError: lab host preflight failed")
     assert "not Linux" in result["error"]
     assert "`kind` is not on PATH" in result["error"]
+    assert result["registered"] == []
+
+
+@pytest.mark.parametrize(("stack", "preview"), [("lab", True), ("lab", False), ("prod", True)])
+def test_a_missing_kamaji_chart_stops_both_stacks_before_any_registration(
+    stack: str, preview: bool, tmp_path: Path
+) -> None:
+    """Kamaji is installed from the local chart pinned by content: without it nothing starts,
+    in preview too (the Release reads the chart), and the one line says what to run."""
+    result = _probe(stack, preview=preview, charts_dir=tmp_path)
+    assert result["error"] is not None
+    assert result["error"].startswith("ChartPinError: the pinned Kamaji chart")
+    assert "make fetch-upstream" in result["error"]
+    assert result["registered"] == []
+
+
+def test_an_altered_kamaji_chart_is_refused(tmp_path: Path) -> None:
+    chart = tmp_path / "kamaji-26.8.2-edge"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: kamaji\nversion: 0.0.0+latest\n")
+    (chart / "templates" / "controller.yaml").write_text("kind: Deployment\n")
+    result = _probe("lab", preview=True, charts_dir=tmp_path)
+    assert result["error"] is not None
+    assert "is not Kamaji 26.8.2-edge's chart" in result["error"]
+    assert "templates/controller.yaml differs" in result["error"]
     assert result["registered"] == []
 
 

@@ -180,6 +180,8 @@ def main() -> None:
     request = json.load(sys.stdin)
     # Under mocks nothing runs on this host: the lab's host preflight has nothing to check.
     os.environ["GPU_PLATFORM_SKIP_PREFLIGHT"] = "1"
+    # ... and it installs no chart, so the pinned Kamaji chart need not be on this machine.
+    os.environ["GPU_PLATFORM_SKIP_CHART_CHECK"] = "1"
     preview = bool(request["preview"])
     values, secret_keys = harness.mock_config(request["config"])
     set_all_config(values, secret_keys)

@@ -1,0 +1,201 @@
+"""Where pinned chart archives live on this machine, and the Kamaji chart pinned by content.
+
+Every chart but Kamaji's is installed by name and version from its Helm repository, and those
+versions are immutable releases. Kamaji publishes its chart only as ``0.0.0+latest``, rebuilt on
+every push to its master branch (clastix/kamaji 26.8.2-edge ``.github/workflows/helm.yaml``: job
+``release`` publishes ``charts/`` with stefanprodan/helm-gh-pages on every push), so CRDs,
+webhooks, RBAC and controller flags would change under the pinned image tag. The lab and prod
+therefore install Kamaji from a local chart directory that ``make fetch-upstream`` assembles
+from published artefacts of the pinned releases — the files of ``charts/kamaji`` at the Kamaji
+release tag and the published ``kamaji-etcd`` chart archive — and that this module verifies file
+by file against ``pins/kamaji-chart.json`` before anything is registered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+import pulumi
+import yaml
+
+CHARTS_DIR_ENV = "GPU_PLATFORM_CHARTS_DIR"
+# Set by the offline harness and benchmark, which evaluate the program under Pulumi mocks: they
+# install nothing, so they need no chart. A real `pulumi preview`/`up` never sets it.
+SKIP_CHECK_ENV = "GPU_PLATFORM_SKIP_CHART_CHECK"
+PIN_FILE = Path(__file__).with_name("pins") / "kamaji-chart.json"
+# Files that cannot change what a chart installs (Helm neither renders nor reads them).
+_DOC_NAMES = ("README", "LICENSE", "Makefile", "NOTICE", ".helmignore")
+_DOC_SUFFIXES = (".md", ".gotmpl")
+
+
+class ChartPinError(pulumi.RunError):
+    """The pinned Kamaji chart is missing or is not the pinned one (one line, with the fix)."""
+
+
+def charts_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """``$GPU_PLATFORM_CHARTS_DIR``, else the per-user cache ``$XDG_CACHE_HOME/gpu-platform/charts``
+    (``~/.cache/...``): outside any checkout, so what ``make fetch-upstream`` downloads once
+    serves every clone and test run on the machine."""
+    explicit = environ.get(CHARTS_DIR_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    cache = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "gpu-platform" / "charts"
+
+
+@dataclass(frozen=True)
+class PinnedFiles:
+    """A chart directory of an upstream release tag, as sha256 per file."""
+
+    repo: str
+    tag: str
+    commit: str
+    path: str
+    files: Mapping[str, str]
+
+    def raw_url(self, file: str) -> str:
+        """Where GitHub publishes the file of the release tag."""
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.tag}/{self.path}/{file}"
+
+
+def _load_pins() -> tuple[PinnedFiles, PinnedFiles]:
+    data = json.loads(PIN_FILE.read_text())
+
+    def pinned(key: str) -> PinnedFiles:
+        entry = data[key]
+        return PinnedFiles(
+            repo=entry["repo"],
+            tag=entry["tag"],
+            commit=entry["commit"],
+            path=entry["path"],
+            files=MappingProxyType(dict(entry["files"])),
+        )
+
+    return pinned("kamaji"), pinned("kamaji-etcd")
+
+
+def kamaji_pins() -> tuple[PinnedFiles, PinnedFiles]:
+    """The pinned Kamaji chart files and the pinned kamaji-etcd chart files it bundles."""
+    return _load_pins()
+
+
+def kamaji_chart_dir(root: Path | None = None) -> Path:
+    """The local Kamaji chart directory the program installs: ``<charts dir>/kamaji-<tag>``."""
+    kamaji, _ = kamaji_pins()
+    return (root if root is not None else charts_dir()) / f"kamaji-{kamaji.tag}"
+
+
+def bundled_etcd_archive_name() -> str:
+    """The file name of the kamaji-etcd archive inside the Kamaji chart's ``charts/``."""
+    _, etcd = kamaji_pins()
+    return f"kamaji-etcd-{etcd.tag.lstrip('v')}.tgz"
+
+
+def file_digest(name: str, data: bytes) -> str:
+    """sha256 of a chart file; of the parsed content for ``Chart.yaml`` (``helm package``
+    re-serialises it, so its bytes differ from the git file while its meaning does not)."""
+    if name == "Chart.yaml":
+        canonical = json.dumps(yaml.safe_load(data), sort_keys=True).encode()
+        return "yaml:" + hashlib.sha256(canonical).hexdigest()
+    return hashlib.sha256(data).hexdigest()
+
+
+def _is_doc(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return base.startswith(_DOC_NAMES) or base.endswith(_DOC_SUFFIXES)
+
+
+def differences(files: Mapping[str, bytes], pinned: PinnedFiles) -> list[str]:
+    """How ``files`` (path relative to the chart root → content) differ from ``pinned``:
+    changed files first, then missing ones, then extra files that could change what the chart
+    installs."""
+    changed = [
+        f"{name} differs from {pinned.repo} {pinned.tag}"
+        for name, digest in sorted(pinned.files.items())
+        if name in files and file_digest(name, files[name]) != digest
+    ]
+    missing = [f"{name} is missing" for name in sorted(set(pinned.files) - set(files))]
+    extra = [
+        f"{name} is not part of {pinned.repo} {pinned.tag}"
+        for name in sorted(set(files) - set(pinned.files))
+        if not _is_doc(name)
+    ]
+    return changed + missing + extra
+
+
+def archive_files(data: bytes) -> dict[str, bytes]:
+    """The files of a chart archive, relative to its top directory (``<chart>/…``)."""
+    files: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        for member in archive.getmembers():
+            if not member.isfile():
+                continue
+            extracted = archive.extractfile(member)
+            if extracted is None:
+                continue
+            _, _, relative = member.name.partition("/")
+            files[relative] = extracted.read()
+    return files
+
+
+def verify_kamaji_chart(chart_dir: Path) -> list[str]:
+    """Every way ``chart_dir`` differs from the pinned Kamaji chart with its bundled kamaji-etcd
+    (empty when it is exactly the pinned one)."""
+    kamaji, etcd = kamaji_pins()
+    if not chart_dir.is_dir():
+        return [f"{chart_dir} does not exist"]
+    own: dict[str, bytes] = {}
+    bundled: dict[str, bytes] = {}
+    for path in sorted(p for p in chart_dir.rglob("*") if p.is_file()):
+        relative = path.relative_to(chart_dir).as_posix()
+        if relative.startswith("charts/"):
+            bundled[relative.removeprefix("charts/")] = path.read_bytes()
+        else:
+            own[relative] = path.read_bytes()
+    problems = differences(own, kamaji)
+    archive = bundled_etcd_archive_name()
+    if set(bundled) != {archive}:
+        extra = sorted(set(bundled) - {archive})
+        problems.append(f"charts/ must hold exactly {archive} (found: {', '.join(extra) or '-'})")
+    if archive in bundled:
+        problems.extend(
+            f"charts/{archive}: {p}" for p in differences(archive_files(bundled[archive]), etcd)
+        )
+    return problems
+
+
+def check_pinned_charts(environ: Mapping[str, str] = os.environ) -> None:
+    """What the program checks before it registers anything: the local Kamaji chart it will
+    install is the pinned one (unless ``GPU_PLATFORM_SKIP_CHART_CHECK=1``)."""
+    if environ.get(SKIP_CHECK_ENV, "").strip() == "1":
+        return
+    check_kamaji_chart(kamaji_chart_dir(charts_dir(environ)))
+
+
+def check_kamaji_chart(chart_dir: Path) -> None:
+    """Raise ``ChartPinError`` (one line naming the fix) unless ``chart_dir`` is the pinned
+    chart."""
+    kamaji, _ = kamaji_pins()
+    problems = verify_kamaji_chart(chart_dir)
+    if not problems:
+        return
+    if problems == [f"{chart_dir} does not exist"]:
+        raise ChartPinError(
+            f"the pinned Kamaji chart ({kamaji.repo} {kamaji.tag}) is not at {chart_dir}: run "
+            f"`make fetch-upstream` (or point {CHARTS_DIR_ENV} at the directory holding it)"
+        )
+    shown = "; ".join(problems[:3]) + (
+        f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+    )
+    raise ChartPinError(
+        f"{chart_dir} is not Kamaji {kamaji.tag}'s chart ({shown}): delete it and run "
+        "`make fetch-upstream` again"
+    )

@@ -1,0 +1,167 @@
+"""Download the pinned, published chart archives into the per-user charts cache.
+
+``make fetch-upstream`` runs this. For every chart pinned in ``components/versions.py`` it reads
+the chart repository's ``index.yaml``, downloads the archive of the pinned version and checks it
+against the sha256 digest the index publishes, then stores it as ``<chart>-<version>.tgz`` (the
+name ``helm pull`` writes) in ``components.chart_cache.charts_dir()``. Kamaji, whose repository
+only serves a moving ``0.0.0+latest``, is assembled from the published files of its release tag
+(GitHub's raw files of ``charts/kamaji`` at that tag) plus the published kamaji-etcd archive, each
+checked against ``components/pins/kamaji-chart.json``.
+
+Idempotent: an archive already present with the index's digest, and a Kamaji directory that
+verifies, are kept. Nothing outside the charts cache is written. Usage:
+``python scripts/fetch_charts.py [--dest DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from components import chart_cache
+from components.versions import PINNED, HelmChart
+
+Fetch = Callable[[str], bytes]
+KAMAJI_PUBLISHED_VERSION = "0.0.0+latest"
+
+
+class FetchError(Exception):
+    """A download failed or did not match its published digest."""
+
+
+def http_get(url: str, attempts: int = 3, timeout: float = 60.0) -> bytes:
+    """GET with a few retries (transient CDN errors are common on chart repositories)."""
+    last: Exception | None = None
+    for attempt in range(attempts):
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                data: bytes = response.read()
+                return data
+        except OSError as error:  # URLError and socket errors
+            last = error
+            time.sleep(2**attempt)
+    raise FetchError(f"{url}: {last}")
+
+
+def index_entry(index: dict[str, Any], chart: str, version: str) -> dict[str, Any]:
+    """The ``index.yaml`` entry of ``chart`` at ``version``."""
+    for entry in (index.get("entries") or {}).get(chart) or []:
+        if str(entry.get("version")) == version:
+            return dict(entry)
+    raise FetchError(f"the repository index has no {chart} {version}")
+
+
+def archive_url(repo: str, entry: dict[str, Any]) -> str:
+    """The entry's first URL, resolved against the repository (URLs may be relative)."""
+    urls = entry.get("urls") or []
+    if not urls:
+        raise FetchError(f"index entry {entry.get('name')} {entry.get('version')} has no urls")
+    return urllib.parse.urljoin(repo.rstrip("/") + "/", str(urls[0]))
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fetch_archive(chart: HelmChart, dest: Path, get: Fetch = http_get) -> Path:
+    """The pinned archive of ``chart`` in ``dest``, downloaded unless already there intact."""
+    index = yaml.safe_load(get(chart.repo.rstrip("/") + "/index.yaml")) or {}
+    entry = index_entry(index, chart.chart, chart.version)
+    digest = str(entry.get("digest") or "")
+    target = dest / f"{chart.chart}-{chart.version}.tgz"
+    if target.is_file() and digest and sha256(target.read_bytes()) == digest:
+        return target
+    data = get(archive_url(chart.repo, entry))
+    if not digest:
+        raise FetchError(f"the index publishes no digest for {chart.chart} {chart.version}")
+    if sha256(data) != digest:
+        raise FetchError(
+            f"{chart.chart} {chart.version}: sha256 {sha256(data)} is not the published {digest}"
+        )
+    _write_atomically(target, data)
+    return target
+
+
+def assemble_kamaji(dest: Path, etcd_archive: Path, get: Fetch = http_get) -> Path:
+    """The pinned Kamaji chart directory in ``dest``: the release tag's files and the published
+    kamaji-etcd archive in ``charts/``, each verified; kept when it already verifies."""
+    kamaji, _ = chart_cache.kamaji_pins()
+    target = chart_cache.kamaji_chart_dir(dest)
+    if not chart_cache.verify_kamaji_chart(target):
+        return target
+    scratch = Path(tempfile.mkdtemp(prefix=".kamaji-", dir=dest))
+    try:
+        for name, digest in sorted(kamaji.files.items()):
+            data = get(kamaji.raw_url(name))
+            if chart_cache.file_digest(name, data) != digest:
+                raise FetchError(f"{kamaji.raw_url(name)} is not the pinned {kamaji.tag} file")
+            path = scratch / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        (scratch / "charts").mkdir(exist_ok=True)
+        shutil.copyfile(etcd_archive, scratch / "charts" / chart_cache.bundled_etcd_archive_name())
+        problems = chart_cache.verify_kamaji_chart(scratch)
+        if problems:
+            raise FetchError("assembled Kamaji chart does not verify: " + "; ".join(problems))
+        if target.exists():
+            shutil.rmtree(target)
+        scratch.rename(target)
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch)
+    return target
+
+
+def pinned_charts() -> list[HelmChart]:
+    """Every chart pinned in ``components/versions.py`` that is installed from a repository."""
+    return [
+        value
+        for value in vars(PINNED).values()
+        if isinstance(value, HelmChart) and value.version != KAMAJI_PUBLISHED_VERSION
+    ]
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    partial = target.with_name(target.name + ".partial")
+    partial.write_bytes(data)
+    partial.replace(target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dest", type=Path, default=chart_cache.charts_dir())
+    args = parser.parse_args(argv)
+    dest: Path = args.dest
+    dest.mkdir(parents=True, exist_ok=True)
+    print(f"fetching pinned chart archives into {dest}")
+    archives: dict[str, Path] = {}
+    try:
+        for chart in pinned_charts():
+            archives[chart.chart] = fetch_archive(chart, dest)
+            print(f"  {archives[chart.chart].name}")
+        _, etcd = chart_cache.kamaji_pins()
+        etcd_archive = archives.get("kamaji-etcd")
+        if etcd_archive is None or PINNED.kamaji_etcd.version != etcd.tag.lstrip("v"):
+            raise FetchError("the pinned kamaji-etcd chart must be the one Kamaji's pin bundles")
+        print(f"  {assemble_kamaji(dest, etcd_archive).name}/ (verified)")
+    except FetchError as error:
+        print(f"fetch-upstream: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

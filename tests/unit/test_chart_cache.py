@@ -1,0 +1,144 @@
+"""The Kamaji chart pinned by content, and where chart archives live."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from components import chart_cache
+from components.chart_cache import PinnedFiles
+from components.versions import PINNED
+
+
+def _pinned(files: dict[str, bytes]) -> PinnedFiles:
+    return PinnedFiles(
+        repo="example/chart",
+        tag="v1",
+        commit="0" * 40,
+        path="charts/x",
+        files={name: chart_cache.file_digest(name, data) for name, data in files.items()},
+    )
+
+
+def _tgz(top: str, files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_charts_dir_is_the_env_var_else_a_per_user_cache_outside_the_checkout() -> None:
+    assert chart_cache.charts_dir({"GPU_PLATFORM_CHARTS_DIR": "/srv/charts"}) == Path("/srv/charts")
+    assert chart_cache.charts_dir({"XDG_CACHE_HOME": "/c"}) == Path("/c/gpu-platform/charts")
+    default = chart_cache.charts_dir({})
+    assert default == Path.home() / ".cache" / "gpu-platform" / "charts"
+    assert not default.is_relative_to(Path(__file__).resolve().parents[2])
+
+
+def test_identical_files_have_no_differences() -> None:
+    files = {"Chart.yaml": b"name: x\nversion: 1\n", "templates/a.yaml": b"kind: A\n"}
+    assert chart_cache.differences(files, _pinned(files)) == []
+
+
+def test_chart_yaml_is_compared_by_meaning_because_helm_package_reserialises_it() -> None:
+    pinned = _pinned({"Chart.yaml": b"# comment\nname: x\nversion: '1'\n"})
+    assert chart_cache.differences({"Chart.yaml": b"version: '1'\nname: x\n"}, pinned) == []
+    assert chart_cache.differences({"Chart.yaml": b"version: '2'\nname: x\n"}, pinned) == [
+        "Chart.yaml differs from example/chart v1"
+    ]
+
+
+def test_changed_missing_and_extra_files_are_named_changed_first() -> None:
+    pinned = _pinned({"templates/a.yaml": b"kind: A\n", "values.yaml": b"a: 1\n"})
+    found = {
+        "templates/a.yaml": b"kind: B\n",
+        "templates/extra.yaml": b"kind: C\n",
+        "README.md": b"docs only",
+    }
+    assert chart_cache.differences(found, pinned) == [
+        "templates/a.yaml differs from example/chart v1",
+        "values.yaml is missing",
+        "templates/extra.yaml is not part of example/chart v1",
+    ]
+
+
+def test_archive_files_are_relative_to_the_chart_directory() -> None:
+    data = _tgz("kamaji-etcd", {"Chart.yaml": b"name: kamaji-etcd\n", "templates/s.yaml": b"x"})
+    assert chart_cache.archive_files(data) == {
+        "Chart.yaml": b"name: kamaji-etcd\n",
+        "templates/s.yaml": b"x",
+    }
+
+
+def test_the_pin_is_kamajis_image_release_and_bundles_the_pinned_kamaji_etcd() -> None:
+    kamaji, etcd = chart_cache.kamaji_pins()
+    assert (kamaji.repo, kamaji.tag, kamaji.path) == (
+        "clastix/kamaji",
+        PINNED.kamaji_image_tag,
+        "charts/kamaji",
+    )
+    assert (etcd.repo, etcd.tag) == ("clastix/kamaji-etcd", f"v{PINNED.kamaji_etcd.version}")
+    assert (
+        chart_cache.bundled_etcd_archive_name() == f"kamaji-etcd-{PINNED.kamaji_etcd.version}.tgz"
+    )
+    # The templates read these through .Files.Get, so they are pinned too.
+    assert "controller-gen/mutating-webhook.yaml" in kamaji.files
+    assert kamaji.raw_url("values.yaml") == (
+        f"https://raw.githubusercontent.com/clastix/kamaji/{PINNED.kamaji_image_tag}/"
+        "charts/kamaji/values.yaml"
+    )
+
+
+def test_the_pin_agrees_with_the_independent_upstream_copies(upstream_dir: Path) -> None:
+    """../shared/upstream holds byte-for-byte copies of the same tag's values and CRDs
+    (SOURCES.md): the pinned digests must be theirs."""
+    kamaji, etcd = chart_cache.kamaji_pins()
+    pairs = {
+        "values.yaml": upstream_dir / "kamaji/values.yaml",
+        "crds/kamaji.clastix.io_tenantcontrolplanes.yaml": upstream_dir
+        / "kamaji/crds/tenantcontrolplanes.kamaji.clastix.io.yaml",
+        "crds/kamaji.clastix.io_datastores.yaml": upstream_dir
+        / "kamaji/crds/datastores.kamaji.clastix.io.yaml",
+    }
+    for name, copy in pairs.items():
+        assert kamaji.files[name] == hashlib.sha256(copy.read_bytes()).hexdigest(), name
+    assert (
+        etcd.files["values.yaml"]
+        == hashlib.sha256((upstream_dir / "kamaji-etcd/values.yaml").read_bytes()).hexdigest()
+    )
+    assert kamaji.files["Chart.yaml"] == chart_cache.file_digest(
+        "Chart.yaml", (upstream_dir / "kamaji/Chart.yaml").read_bytes()
+    )
+
+
+def test_a_missing_chart_directory_fails_with_the_command_to_run(tmp_path: Path) -> None:
+    with pytest.raises(chart_cache.ChartPinError, match="run `make fetch-upstream`"):
+        chart_cache.check_kamaji_chart(tmp_path / "kamaji-26.8.2-edge")
+
+
+def test_the_check_is_skipped_only_for_offline_evaluation(tmp_path: Path) -> None:
+    chart_cache.check_pinned_charts({"GPU_PLATFORM_SKIP_CHART_CHECK": "1"})
+    with pytest.raises(chart_cache.ChartPinError):
+        chart_cache.check_pinned_charts({"GPU_PLATFORM_CHARTS_DIR": str(tmp_path)})
+
+
+def test_a_chart_directory_with_a_foreign_subchart_is_refused(tmp_path: Path) -> None:
+    chart = tmp_path / "kamaji"
+    (chart / "charts").mkdir(parents=True)
+    (chart / "charts" / "kamaji-etcd-0.15.0.tgz").write_bytes(_tgz("kamaji-etcd", {"a": b"b"}))
+    problems = chart_cache.verify_kamaji_chart(chart)
+    assert f"charts/ must hold exactly {chart_cache.bundled_etcd_archive_name()}" in problems[-1]
+
+
+def test_the_cached_kamaji_chart_verifies_when_present() -> None:
+    chart = chart_cache.kamaji_chart_dir()
+    if not chart.is_dir():
+        pytest.skip(f"{chart} absent: run `make fetch-upstream`")
+    assert chart_cache.verify_kamaji_chart(chart) == []

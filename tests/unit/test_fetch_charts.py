@@ -1,0 +1,139 @@
+"""``make fetch-upstream``'s chart download: index lookup, digest check, Kamaji assembly.
+
+The downloads go through an injected ``get`` serving a fake repository from memory, so the logic
+runs here without a network; the charts in it are tiny synthetic ones made by the test."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+
+from components import chart_cache
+from components.versions import HelmChart
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def fetch_charts() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "fetch_charts", REPO_ROOT / "scripts" / "fetch_charts.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tgz(top: str, files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+CHART = HelmChart("https://charts.example.invalid/repo", "demo", "1.2.3")
+ARCHIVE = _tgz("demo", {"Chart.yaml": b"apiVersion: v2\nname: demo\nversion: 1.2.3\n"})
+
+
+def _served(pages: dict[str, bytes], log: list[str]) -> Callable[[str], bytes]:
+    def get(url: str) -> bytes:
+        log.append(url)
+        if url not in pages:
+            raise KeyError(url)
+        return pages[url]
+
+    return get
+
+
+def _index(url: str, digest: str) -> bytes:
+    entry = {"name": "demo", "version": "1.2.3", "urls": [url], "digest": digest}
+    return yaml.safe_dump({"apiVersion": "v1", "entries": {"demo": [entry]}}).encode()
+
+
+def test_downloads_the_pinned_version_checked_against_the_published_digest(
+    fetch_charts: ModuleType, tmp_path: Path
+) -> None:
+    log: list[str] = []
+    digest = hashlib.sha256(ARCHIVE).hexdigest()
+    pages = {
+        f"{CHART.repo}/index.yaml": _index("charts/demo-1.2.3.tgz", digest),
+        f"{CHART.repo}/charts/demo-1.2.3.tgz": ARCHIVE,  # a relative URL, resolved
+    }
+    path = fetch_charts.fetch_archive(CHART, tmp_path, _served(pages, log))
+    assert path == tmp_path / "demo-1.2.3.tgz"
+    assert path.read_bytes() == ARCHIVE
+    # Idempotent: a second run keeps the verified archive and downloads only the index.
+    log.clear()
+    fetch_charts.fetch_archive(CHART, tmp_path, _served(pages, log))
+    assert log == [f"{CHART.repo}/index.yaml"]
+
+
+def test_an_archive_that_is_not_the_published_one_is_refused(
+    fetch_charts: ModuleType, tmp_path: Path
+) -> None:
+    pages = {
+        f"{CHART.repo}/index.yaml": _index("https://cdn.invalid/demo.tgz", "0" * 64),
+        "https://cdn.invalid/demo.tgz": ARCHIVE,
+    }
+    with pytest.raises(fetch_charts.FetchError, match="is not the published "):
+        fetch_charts.fetch_archive(CHART, tmp_path, _served(pages, []))
+    assert not (tmp_path / "demo-1.2.3.tgz").exists()
+
+
+def test_a_version_missing_from_the_index_is_an_error(fetch_charts: ModuleType) -> None:
+    with pytest.raises(fetch_charts.FetchError, match=r"has no demo 9\.9\.9"):
+        fetch_charts.index_entry({"entries": {"demo": [{"version": "1.2.3"}]}}, "demo", "9.9.9")
+
+
+def test_every_repository_chart_pinned_in_versions_is_fetched(fetch_charts: ModuleType) -> None:
+    names = {chart.chart for chart in fetch_charts.pinned_charts()}
+    assert {"hami", "tigera-operator", "cert-manager", "metallb", "kamaji-etcd"} <= names
+    assert "kamaji" not in names  # pinned by content instead (components/chart_cache.py)
+
+
+def test_kamaji_is_assembled_from_the_tags_files_and_refused_when_one_differs(
+    fetch_charts: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kamaji_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji\n", "templates/c.yaml": b"c"}
+    etcd_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji-etcd\n", "values.yaml": b"v"}
+
+    def pinned(repo: str, tag: str, files: dict[str, bytes]) -> chart_cache.PinnedFiles:
+        return chart_cache.PinnedFiles(
+            repo=repo,
+            tag=tag,
+            commit="0" * 40,
+            path="charts/x",
+            files={n: chart_cache.file_digest(n, d) for n, d in files.items()},
+        )
+
+    kamaji = pinned("clastix/kamaji", "26.8.2-edge", kamaji_files)
+    etcd = pinned("clastix/kamaji-etcd", "v0.17.0", etcd_files)
+    monkeypatch.setattr(chart_cache, "kamaji_pins", lambda: (kamaji, etcd))
+    etcd_archive = tmp_path / "kamaji-etcd-0.17.0.tgz"
+    etcd_archive.write_bytes(_tgz("kamaji-etcd", etcd_files))
+    pages = {kamaji.raw_url(name): data for name, data in kamaji_files.items()}
+
+    target = fetch_charts.assemble_kamaji(tmp_path, etcd_archive, _served(pages, []))
+    assert target == tmp_path / "kamaji-26.8.2-edge"
+    assert chart_cache.verify_kamaji_chart(target) == []
+    assert (target / "charts" / "kamaji-etcd-0.17.0.tgz").read_bytes() == etcd_archive.read_bytes()
+
+    # A served file that is not the tag's is refused and leaves the verified chart alone.
+    pages[kamaji.raw_url("templates/c.yaml")] = b"tampered"
+    (target / "templates" / "c.yaml").write_bytes(b"changed locally")
+    with pytest.raises(fetch_charts.FetchError, match=r"is not the pinned 26\.8\.2-edge file"):
+        fetch_charts.assemble_kamaji(tmp_path, etcd_archive, _served(pages, []))
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".kamaji-")]
