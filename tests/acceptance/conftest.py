@@ -6,8 +6,11 @@ Run after ``pulumi up -s lab``::
 
 The stack name comes from env ``GPU_PLATFORM_STACK`` (default ``lab``). Outputs are read with
 ``pulumi stack output --json --show-secrets`` (the operator's backend and passphrase environment
-apply); expectations come from ``Pulumi.<stack>.yaml``. Without a live stack every test is
-skipped with one line saying what is missing. The run ends with a table (id, verdict, seconds,
+apply); expectations come from ``Pulumi.<stack>.yaml``. When no stack is deployed (no Pulumi CLI,
+no such stack, no outputs) every test is skipped with one line saying which; once outputs exist,
+anything that stops the suite (the CLI failing otherwise, no API server answering, outputs that
+do not match the stack file) fails every test with one line saying why, so a broken lab never
+reports success. The run ends with a table (id, verdict, seconds,
 evidence) and writes the evidence to ``reports/acceptance.json`` (or env
 ``GPU_PLATFORM_ACCEPTANCE_JSON``).
 """
@@ -22,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.acceptance.hami_evidence import HAMI_NODE_REGISTER, EvidenceError, parse_node_register
 from tests.acceptance.kube import (
     CLEANUP_TIMEOUT,
     CleanupError,
@@ -30,9 +34,12 @@ from tests.acceptance.kube import (
     connect,
     create_namespace,
     create_pod,
+    list_nodes,
+    pool_nodes,
     probe,
 )
-from tests.acceptance.live import MANAGEMENT, LiveStack, Marker
+from tests.acceptance.live import MANAGEMENT, LiveStack, Marker, Target
+from tests.acceptance.lookups import HAMI_WEBHOOK_IGNORE
 from tests.acceptance.report import (
     Evidence,
     ResultRow,
@@ -44,14 +51,15 @@ from tests.acceptance.report import (
 )
 from tests.acceptance.stack import (
     OutputsError,
+    SharingPlan,
+    StackBrokenError,
     StackUnavailableError,
-    check_outputs_match_config,
-    load_platform,
-    parse_outputs,
-    read_outputs,
+    deployed_stack,
+    plan_sharing,
     stack_name,
+    unreachable_failure,
 )
-from tests.acceptance.workloads import pod_body, random_suffix
+from tests.acceptance.workloads import HOSTNAME_LABEL, pod_body, random_suffix
 
 REPORT_ENV = "GPU_PLATFORM_ACCEPTANCE_JSON"
 ROWS = pytest.StashKey[dict[str, ResultRow]]()
@@ -65,17 +73,15 @@ def _now() -> str:
 
 @pytest.fixture(scope="session")
 def live() -> Iterator[LiveStack]:
-    """The deployed stack, or a skip saying what is missing (no CLI, no outputs, no API)."""
+    """The deployed stack; a skip only when none is deployed (no CLI, no stack, no outputs),
+    a failure when it is deployed but cannot be reached or checked."""
     stack = stack_name()
     try:
-        raw = read_outputs(stack)
-        outputs = parse_outputs(raw, stack)
-        platform = load_platform(stack)
+        outputs, platform = deployed_stack(stack)
     except StackUnavailableError as exc:
         pytest.skip(str(exc))
-    problems = check_outputs_match_config(outputs, platform)
-    if problems:
-        raise OutputsError("; ".join(problems))
+    except (StackBrokenError, OutputsError) as exc:
+        pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
     clusters = {MANAGEMENT: connect(MANAGEMENT, outputs.management_kubeconfig)}
     for name, tenant in outputs.tenants.items():
         clusters[name] = connect(name, tenant.kubeconfig)
@@ -87,11 +93,9 @@ def live() -> Iterator[LiveStack]:
                 versions[name] = probe(cluster)
             except UnreachableError as exc:
                 unreachable[name] = str(exc)
-        if len(unreachable) == len(clusters):
-            pytest.skip(
-                f"no API server of stack {stack!r} answers from here: "
-                + "; ".join(unreachable.values())
-            )
+        failure = unreachable_failure(stack, unreachable, len(clusters))
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
         yield LiveStack(
             stack=stack,
             platform=platform,
@@ -117,7 +121,11 @@ def markers(live: LiveStack) -> Iterator[dict[str, Marker]]:
                 continue
             namespace = create_namespace(cluster, live.run_id)
             created[name] = Marker(namespace, f"{namespace}/marker")
-            create_pod(cluster, namespace, pod_body("marker", live.run_id))
+            # Not sent to HAMi's webhook: TC-07/08 are about visibility, and a Konnectivity
+            # outage (which breaks the webhook call) is TC-00's and TC-03's finding.
+            create_pod(
+                cluster, namespace, pod_body("marker", live.run_id, labels=HAMI_WEBHOOK_IGNORE)
+            )
         yield created
     finally:
         failures = []
@@ -128,6 +136,46 @@ def markers(live: LiveStack) -> Iterator[dict[str, Marker]]:
                 failures.append(str(exc))
         if failures:
             raise CleanupError("; ".join(failures))
+
+
+@pytest.fixture(scope="session")
+def plan(live: LiveStack) -> SharingPlan:
+    """The pool TC-04 ... TC-06 run on. In the lab such a pool must exist (the lab is built for
+    the report's scenario), so its absence fails; a prod stack without one skips these tests."""
+    found = plan_sharing(live.platform)
+    if found is None:
+        why = (
+            "no tenant pool has nodes with exactly one card of >= 80000 MiB and 100 compute "
+            "units and >= 4 slots: the report's sharing scenario cannot run on this stack"
+        )
+        if live.platform.mode == "lab":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    return found
+
+
+@pytest.fixture(scope="session")
+def target(live: LiveStack, plan: SharingPlan) -> Target:
+    """The node and card of the sharing scenario (the first node of the plan's pool)."""
+    cluster = live.tenant(plan.tenant)
+    nodes = list_nodes(cluster)
+    named = live.outputs.tenants[plan.tenant].pools[plan.pool].nodes
+    found, _ = pool_nodes(plan.pool, named, nodes)
+    if not found:
+        pytest.fail(f"{plan.tenant}: no node of pool {plan.pool} is listed by its API")
+    node = sorted(found, key=lambda n: n.name)[0]
+    raw = node.annotations.get(HAMI_NODE_REGISTER)
+    if raw is None:
+        pytest.fail(f"{node.name} has no {HAMI_NODE_REGISTER}: HAMi cannot schedule on it")
+    try:
+        cards = parse_node_register(raw)
+    except EvidenceError as exc:
+        pytest.fail(f"{node.name}: {exc}")
+    # Pin only when the tenant has other nodes a pod could go to (the lab has one).
+    selector = (
+        {HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)} if len(nodes) > 1 else None
+    )
+    return Target(cluster=cluster, node=node.name, node_selector=selector, cards=cards)
 
 
 @pytest.fixture

@@ -32,6 +32,10 @@ HAMI_BIND_TIME = "hami.io/bind-time"
 HAMI_NODE_LOCK = "hami.io/mutex.lock"
 HAMI_SCHEDULER_NAME = "hami-scheduler"  # charts/hami/values.yaml schedulerName
 BIND_SUCCESS = "success"
+# Pods HAMi no longer counts (pkg/util IsPodInTerminatedState): a kubelet admission rejection
+# (OutOfnvidia.com/gpumem, UnexpectedAdmissionError) leaves the pod Failed with HAMi's
+# annotations and spec.nodeName still in place.
+TERMINAL_PHASES = ("Failed", "Succeeded")
 
 NVIDIA_GPU = "nvidia.com/gpu"
 NVIDIA_GPUMEM = "nvidia.com/gpumem"
@@ -195,14 +199,14 @@ def judge_node_inventory(
     expected: Inventory,
     *,
     memory_tolerance: float = 0.0,
-    gpu_capacity: int | None = None,
 ) -> Verdict:
     """TC-02 for one node: the registered cards add up to the declared inventory.
 
     ``memory_tolerance`` (a fraction) lets discovered memory sit below the declared figure
     (real drivers report less than the nominal size); cards, compute units and slots are exact.
-    ``gpu_capacity`` is the node's ``status.capacity["nvidia.com/gpu"]``, which must equal the
-    slots (the mock device plugin's health gate; the real plugin advertises the same number).
+    In the lab the platform writes this annotation itself, so this only shows it is in the format
+    HAMi reads; what running components advertise is judged by ``judge_node_resources`` and
+    HAMi's own view by ``hami_metrics.judge_hami_view``.
     """
     verdict = Verdict()
     seen = inventory_of(cards)
@@ -221,7 +225,6 @@ def judge_node_inventory(
         ],
         "registered": seen.as_dict(),
         "declared": expected.as_dict(),
-        "capacityGpu": gpu_capacity,
     }
     problems = verdict.problems
     if seen.cards != expected.cards:
@@ -242,17 +245,53 @@ def judge_node_inventory(
     if duplicates:
         problems.append(f"{node}: card ids registered twice: {', '.join(duplicates)}")
     for card in cards:
-        if "NVIDIA" not in card.type:
+        # HAMi v2.10.0 pkg/scheduler/score.go:43-48 (getNodeResources) matches the lower-cased
+        # type against "nvidia".
+        if "nvidia" not in card.type.lower():
             problems.append(
                 f"{node}: card {card.uuid} type {card.type!r} lacks 'NVIDIA' (HAMi skips it)"
             )
         if not card.health:
             problems.append(f"{node}: card {card.uuid} is not healthy")
-    if gpu_capacity is not None and gpu_capacity != expected.slots:
-        problems.append(
-            f"{node}: capacity {NVIDIA_GPU}={gpu_capacity}, expected {expected.slots} "
-            "(cards x slots)"
-        )
+    return verdict
+
+
+def judge_node_resources(
+    node: str,
+    capacity: Mapping[str, int],
+    allocatable: Mapping[str, int],
+    expected: Mapping[str, int],
+    *,
+    advertised_by: Mapping[str, str],
+) -> Verdict:
+    """TC-02 for one node: what the kubelet reports as capacity *and* allocatable equals the
+    expectation for each resource in ``expected`` (an absent key is a failure).
+
+    ``advertised_by`` names, per resource, who must advertise it, for the message: in the lab the
+    mock device plugin advertises ``nvidia.com/gpumem``/``gpucores``/``gpumem-percentage`` (only
+    while it runs: the kubelet drops a stopped plugin's devices from allocatable), and
+    ``nvidia.com/gpu`` must be allocatable because HAMi's scheduler keeps a node only while it is
+    above zero (HAMi v2.10.0 pkg/device/nvidia/device.go:234-258 CheckHealth reads allocatable).
+    """
+    verdict = Verdict()
+    for key, want in sorted(expected.items()):
+        who = advertised_by.get(key, "the device plugin")
+        for what, seen in (("capacity", capacity), ("allocatable", allocatable)):
+            got = seen.get(key)
+            if got is None:
+                verdict.problems.append(
+                    f"{node}: no {key} in status.{what} (expected {want}, from {who})"
+                )
+            elif got != want:
+                verdict.problems.append(
+                    f"{node}: status.{what} {key}={got}, expected {want} (from {who})"
+                )
+    verdict.facts = {
+        "node": node,
+        "expected": dict(expected),
+        "capacity": {k: capacity.get(k) for k in sorted(expected)},
+        "allocatable": {k: allocatable.get(k) for k in sorted(expected)},
+    }
     return verdict
 
 
@@ -368,6 +407,17 @@ class PodPlacement:
     phase: str
     scheduler_name: str
     annotations: Mapping[str, str] = field(default_factory=dict)
+    reason: str = ""  # status.reason, e.g. UnexpectedAdmissionError when the kubelet rejected it
+    message: str = ""  # status.message
+
+    @property
+    def terminal(self) -> bool:
+        """Failed or Succeeded: HAMi drops the pod's shares (scheduler.go:185-189 onUpdatePod)."""
+        return self.phase in TERMINAL_PHASES
+
+    def status_text(self) -> str:
+        detail = ": ".join(p for p in (self.reason, self.message) if p)
+        return f"{self.phase}" + (f" ({detail})" if detail else "")
 
     @property
     def assigned_node(self) -> str | None:
@@ -409,6 +459,13 @@ def judge_sharing(
             "bindPhase": pod.bind_phase,
         }
         per_pod.append(row)
+        if pod.reason or pod.message:
+            row["status"] = pod.status_text()
+        if pod.terminal:
+            problems.append(
+                f"{pod.name} is {pod.status_text()}: the kubelet rejected or ended it, so HAMi "
+                "no longer counts its share"
+            )
         if pod.scheduler_name != HAMI_SCHEDULER_NAME:
             problems.append(
                 f"{pod.name} has schedulerName {pod.scheduler_name!r}, not {HAMI_SCHEDULER_NAME}"
@@ -559,15 +616,24 @@ def judge_rejection(
     expected_reason: str,
     *,
     contradicting: Collection[str] = (),
+    exclusive: bool = False,
 ) -> Verdict:
-    """TC-05 / TC-06 / TC-10: the pod stays unbound under HAMi and a Warning event gives the
-    expected reason (and none of the reasons that would mean the scenario is not the one meant)."""
+    """TC-05 / TC-06: the pod stays unbound under HAMi and a Warning event gives the expected
+    reason, and none of the reasons that would mean the scenario is not the one meant: those in
+    ``contradicting`` or, with ``exclusive``, any other HAMi reason. On a single card HAMi's Fit
+    stops at the first failing check and gives one reason per attempt (HAMi v2.10.0
+    pkg/device/nvidia/device.go:727-838), so another reason means another scenario."""
     verdict = Verdict()
     problems = verdict.problems
     warnings = [e for e in events if e.type == "Warning"]
     matching = [e for e in warnings if expected_reason in hami_reasons(e)]
     contradictions = sorted(
-        {reason for e in warnings for reason in hami_reasons(e) if reason in contradicting}
+        {
+            reason
+            for e in warnings
+            for reason in hami_reasons(e)
+            if reason in contradicting or (exclusive and reason != expected_reason)
+        }
     )
     if pod.node:
         problems.append(f"{pod.name} was bound to {pod.node}")
@@ -878,6 +944,82 @@ def parse_quota_exceeded(message: str) -> QuotaRefusal | None:
         used=_resource_list(match.group("used")),
         limited=_resource_list(match.group("limited")),
     )
+
+
+# HAMi v2.10.0: charts/hami/templates/scheduler/webhook.yaml names the mutating webhook
+# "vgpu.hami.io"; pkg/scheduler/webhook.go:114-115 answers admission.Denied("exceeding resource
+# quota") when fitResourceQuota fails (since v2.9.0, PR #1605). controller-runtime's Denied is a
+# 403, and the API server wraps the message (apiserver pkg/admission/plugin/webhook/errors
+# ToStatusErr): `admission webhook "<name>" denied the request: <message>`.
+HAMI_WEBHOOK = "vgpu.hami.io"
+HAMI_QUOTA_DENIAL = "exceeding resource quota"
+_WEBHOOK_DENIED = re.compile(
+    r'admission webhook "(?P<webhook>[^"]+)" denied the request: (?P<why>.*)$'
+)
+
+
+def parse_webhook_denial(message: str) -> tuple[str, str] | None:
+    """``admission webhook "w" denied the request: why`` -> (w, why), else None."""
+    match = _WEBHOOK_DENIED.search(message.strip())
+    return (match.group("webhook"), match.group("why").strip()) if match else None
+
+
+def _quantity_int(text: str) -> int | None:
+    return int(text) if _INTEGER.match(text.strip()) else None
+
+
+def judge_card_quota_refusal(
+    status: int | None, message: str, *, resource: str, requested: int, limit: int
+) -> Verdict:
+    """TC-10, cards: the pod asking ``requested`` cards is refused by Kubernetes' own quota
+    admission on ``resource`` (``requests.nvidia.com/gpu``) with the configured ``limit`` - not
+    by HAMi's webhook, a failing webhook call or anything else (``status`` None: admitted)."""
+    verdict = Verdict(facts={"status": status, "message": message})
+    problems = verdict.problems
+    if status is None:
+        problems.append(f"a pod asking {requested} cards was admitted (quota {limit})")
+        return verdict
+    denial = parse_webhook_denial(message)
+    if denial is not None:
+        problems.append(
+            f"{requested} cards refused by webhook {denial[0]} ({denial[1]}), not by the card "
+            f"quota: the request must be over {resource} only"
+        )
+        return verdict
+    refusal = parse_quota_exceeded(message)
+    if status != 403 or refusal is None:
+        problems.append(f"{requested} cards refused for another reason: HTTP {status}: {message}")
+        return verdict
+    verdict.facts["quota"] = refusal.quota
+    asked = _quantity_int(refusal.requested.get(resource, ""))
+    used = _quantity_int(refusal.used.get(resource, "0")) or 0
+    hard = _quantity_int(refusal.limited.get(resource, ""))
+    if asked is None or hard is None:
+        problems.append(f"quota {refusal.quota} refused, but not over {resource}: {message}")
+    elif asked != requested or hard != limit or asked + used <= hard:
+        problems.append(
+            f"quota {refusal.quota} refused {resource}: requested {asked}, used {used}, limited "
+            f"{hard}; expected requested {requested} over limit {limit}"
+        )
+    return verdict
+
+
+def judge_hami_quota_denial(status: int | None, message: str, *, what: str) -> Verdict:
+    """TC-10, memory: HAMi's webhook refuses the pod at creation because it exceeds the
+    namespace's HAMi-managed quota (``status`` None: the pod was admitted)."""
+    verdict = Verdict(facts={"status": status, "message": message})
+    if status is None:
+        verdict.problems.append(
+            f"{what} was admitted: HAMi 2.9+'s webhook {HAMI_WEBHOOK} must refuse it "
+            f"({HAMI_QUOTA_DENIAL!r}); is the quota known to HAMi's scheduler?"
+        )
+        return verdict
+    denial = parse_webhook_denial(message)
+    if status != 403 or denial != (HAMI_WEBHOOK, HAMI_QUOTA_DENIAL):
+        verdict.problems.append(
+            f"{what} refused, but not by {HAMI_WEBHOOK}'s quota check: HTTP {status}: {message}"
+        )
+    return verdict
 
 
 def judge_quota_hard(

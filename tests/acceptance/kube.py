@@ -8,6 +8,7 @@ unit-tested on hand-built client objects.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,9 +26,17 @@ from components.labels import POOL_LABEL, TENANT_LABEL
 from tests.acceptance.hami_evidence import (
     HAMI_NODE_LOCK,
     EventRecord,
+    EvidenceError,
     ObjectRef,
     PodPlacement,
     hami_reasons,
+)
+from tests.acceptance.hami_metrics import Sample, parse_exposition
+from tests.acceptance.lookups import (
+    HAMI_METRICS_PATH,
+    HAMI_METRICS_PORT_NAME,
+    HAMI_NAMESPACE,
+    HAMI_SCHEDULER_SERVICE,
 )
 from tests.acceptance.workloads import namespace_body, namespace_name
 
@@ -40,9 +49,23 @@ EVENT_TIMEOUT = 90.0  # for a refused pod's Warning event
 CLEANUP_TIMEOUT = 90.0
 KAMAJI_GROUP = "kamaji.clastix.io"
 KAMAJI_VERSION = "v1alpha1"
+RETRY_TIMEOUT = 20.0  # a single read retried through transient errors
+LOG_TAIL = 20
 # What a call through an unreachable or failing API server raises.
 NETWORK_ERRORS: tuple[type[Exception], ...] = (urllib3.exceptions.HTTPError, OSError)
 API_ERRORS: tuple[type[Exception], ...] = (ApiException, *NETWORK_ERRORS)
+# Reading HAMi's metrics: the API call, or a page that is not the text format.
+METRICS_ERRORS: tuple[type[Exception], ...] = (*API_ERRORS, EvidenceError)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A network error, or an API answer worth retrying (no answer, throttled, 5xx); a 404,
+    403, 409 or 422 is an answer and is never retried."""
+    if isinstance(exc, ApiException):
+        status = int(exc.status or 0)
+        return status == 0 or status == 429 or status >= 500
+    return isinstance(exc, NETWORK_ERRORS)
+
 
 T = TypeVar("T")
 
@@ -165,15 +188,40 @@ def probe(cluster: Cluster) -> str:
 def poll_until(
     check: Callable[[], T | None], *, timeout: float, interval: float = POLL_SECONDS
 ) -> T | None:
-    """Call ``check`` until it returns something other than None or the deadline passes."""
+    """Call ``check`` until it returns something other than None or the deadline passes.
+
+    A transient API error inside ``check`` (``is_transient``: one 5xx or socket timeout through
+    the LoadBalancer and Kamaji) counts as "not yet" and polling goes on; when the deadline passes
+    right after such an error, that error is raised (it is the best explanation). Any other error
+    (e.g. a 404 for the pod itself) is raised at once."""
     deadline = time.monotonic() + timeout
     while True:
-        result = check()
+        last_error: BaseException | None = None
+        try:
+            result = check()
+        except API_ERRORS as exc:
+            if not is_transient(exc):
+                raise
+            last_error, result = exc, None
         if result is not None:
             return result
         if time.monotonic() >= deadline:
+            if last_error is not None:
+                raise last_error
             return None
         time.sleep(interval)
+
+
+def retrying(call: Callable[[], T], *, timeout: float = RETRY_TIMEOUT) -> T:
+    """One read, retried through transient errors until ``timeout``."""
+    box: list[T] = []
+
+    def attempt() -> bool:
+        box.append(call())
+        return True
+
+    poll_until(attempt, timeout=timeout, interval=1.0)
+    return box[-1]
 
 
 # ---------------------------------------------------------------------- namespaces / pods
@@ -294,12 +342,15 @@ def placement(pod: k8s.V1Pod) -> PodPlacement:
     """What the judges read of a pod."""
     metadata = meta(pod)
     spec = pod_spec(pod)
+    status = pod.status
     return PodPlacement(
         name=str(metadata.name),
         node=str(spec.node_name or ""),
-        phase=str((pod.status.phase if pod.status else None) or ""),
+        phase=str((status.phase if status else None) or ""),
         scheduler_name=str(spec.scheduler_name or ""),
         annotations=dict(metadata.annotations or {}),
+        reason=str((status.reason if status else None) or ""),
+        message=str((status.message if status else None) or ""),
     )
 
 
@@ -333,6 +384,7 @@ class NodeFacts:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     capacity: Mapping[str, int] = field(default_factory=dict)
+    allocatable: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def tenant(self) -> str:
@@ -351,21 +403,22 @@ def quantity(value: Any) -> int:
     return int(number)
 
 
+def _nvidia(resources: Mapping[str, Any] | None) -> dict[str, int]:
+    return {k: quantity(v) for k, v in (resources or {}).items() if k.startswith("nvidia.com/")}
+
+
 def node_facts(node: k8s.V1Node) -> NodeFacts:
-    """Name, readiness, labels, annotations and the nvidia.com/* capacity of a node."""
+    """Name, readiness, labels, annotations and the nvidia.com/* capacity and allocatable."""
     conditions = (node.status.conditions if node.status else None) or []
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
-    capacity_raw = (node.status.capacity if node.status else None) or {}
-    capacity = {
-        key: quantity(value) for key, value in capacity_raw.items() if key.startswith("nvidia.com/")
-    }
     return NodeFacts(
         name=str(meta(node).name),
         uid=str(meta(node).uid or ""),
         ready=ready,
         labels=dict(meta(node).labels or {}),
         annotations=dict(meta(node).annotations or {}),
-        capacity=capacity,
+        capacity=_nvidia(node.status.capacity if node.status else None),
+        allocatable=_nvidia(node.status.allocatable if node.status else None),
     )
 
 
@@ -399,8 +452,107 @@ def pool_nodes(
 
 
 def list_nodes(cluster: Cluster) -> list[NodeFacts]:
-    items = cluster.core.list_node(_request_timeout=REQUEST_TIMEOUT).items
+    items = retrying(lambda: cluster.core.list_node(_request_timeout=REQUEST_TIMEOUT).items)
     return sorted((node_facts(n) for n in items), key=lambda n: n.name)
+
+
+def _json(response: Any) -> dict[str, Any]:
+    data = json.loads(response.data or b"{}")
+    return data if isinstance(data, dict) else {}
+
+
+def list_raw(call: Callable[..., Any], *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    """A list call's items as the API returns them (plain dicts: what the pure judges and the
+    recorded samples use), retried through transient errors."""
+
+    def once() -> list[dict[str, Any]]:
+        response = call(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+        return list(_json(response).get("items") or [])
+
+    return retrying(once)
+
+
+def pods_raw(cluster: Cluster, namespace: str | None, selector: str) -> list[dict[str, Any]]:
+    """Pods matching a label selector, in one namespace or (None) in all."""
+    if namespace is None:
+        return list_raw(cluster.core.list_pod_for_all_namespaces, label_selector=selector)
+    return list_raw(cluster.core.list_namespaced_pod, namespace, label_selector=selector)
+
+
+def daemonsets_raw(cluster: Cluster) -> list[dict[str, Any]]:
+    """Every DaemonSet of the cluster (the tenant has a handful)."""
+    return list_raw(k8s.AppsV1Api(cluster.api).list_daemon_set_for_all_namespaces)
+
+
+def pod_log(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    *,
+    container: str = "",
+    previous: bool = False,
+    lines: int = LOG_TAIL,
+) -> str:
+    """The last ``lines`` of a pod's log (of ``container``; required when the pod has several).
+    Raises on failure: the API server fetches logs from the kubelet, in a Kamaji tenant through
+    the Konnectivity tunnel."""
+    extra: dict[str, Any] = {"container": container} if container else {}
+    text = cluster.core.read_namespaced_pod_log(
+        name,
+        namespace,
+        tail_lines=lines,
+        previous=previous,
+        _request_timeout=REQUEST_TIMEOUT,
+        **extra,
+    )
+    return str(text or "")
+
+
+def log_or_reason(
+    cluster: Cluster, namespace: str, name: str, *, container: str = "", previous: bool = False
+) -> str:
+    """The pod's last log lines (the previous instance's after a restart), or why they could
+    not be read (for failure messages)."""
+    try:
+        text = pod_log(cluster, namespace, name, container=container, previous=previous)
+        return text or "(empty log)"
+    except API_ERRORS as exc:
+        if previous:
+            return log_or_reason(cluster, namespace, name, container=container)
+        return f"(log unreadable: {describe_error(exc)})"
+
+
+def hami_samples(cluster: Cluster) -> list[Sample]:
+    """HAMi's scheduler metrics (``lookups``: hami-system/hami-scheduler:monitor/metrics),
+    parsed. Raises an API error when unreachable, EvidenceError when not the text format."""
+    return parse_exposition(
+        service_proxy_text(
+            cluster,
+            HAMI_NAMESPACE,
+            HAMI_SCHEDULER_SERVICE,
+            HAMI_METRICS_PORT_NAME,
+            HAMI_METRICS_PATH,
+        )
+    )
+
+
+def service_proxy_text(cluster: Cluster, namespace: str, service: str, port: str, path: str) -> str:
+    """GET a Service's HTTP endpoint through the API server's service proxy
+    (``/api/v1/namespaces/<ns>/services/<svc>:<port>/proxy/<path>``), retried through transient
+    errors. The hosted API server reaches the Service's pod through Konnectivity."""
+
+    def once() -> str:
+        response: Any = cluster.core.connect_get_namespaced_service_proxy_with_path(
+            f"{service}:{port}",
+            namespace,
+            path,
+            _preload_content=False,
+            _request_timeout=REQUEST_TIMEOUT,
+        )
+        data = response.data or b""
+        return data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
+
+    return retrying(once)
 
 
 def events_for(cluster: Cluster, namespace: str, pod: k8s.V1Pod) -> list[EventRecord]:
@@ -469,10 +621,15 @@ def object_refs_of_namespaces(items: list[k8s.V1Namespace]) -> tuple[ObjectRef, 
 def refusal_seen(
     cluster: Cluster, namespace: str, name: str, reason: str
 ) -> tuple[Any, list[EventRecord]] | None:
-    """The pod and its events once it is bound or a Warning names ``reason``; else None."""
+    """The pod and its events once it is bound, ended, or a Warning names ``reason``; else None."""
     pod = read_pod(cluster, namespace, name)
     events = events_for(cluster, namespace, pod)
-    if is_bound(pod) or any(e.type == "Warning" and reason in hami_reasons(e) for e in events):
+    ended = placement(pod).terminal
+    if (
+        ended
+        or is_bound(pod)
+        or any(e.type == "Warning" and reason in hami_reasons(e) for e in events)
+    ):
         return pod, events
     return None
 
@@ -480,12 +637,16 @@ def refusal_seen(
 def wait_for_refusal(
     cluster: Cluster, namespace: str, name: str, reason: str
 ) -> tuple[Any, list[EventRecord]]:
-    """Wait (bounded) until the pod is bound or a Warning event names ``reason``; the pod and
-    its events either way (the judge decides)."""
+    """Wait (bounded, through transient API errors) until the pod is bound or a Warning event
+    names ``reason``; the pod and its events either way (the judge decides)."""
     seen = poll_until(
         lambda: refusal_seen(cluster, namespace, name, reason), timeout=EVENT_TIMEOUT, interval=1.0
     )
     if seen is not None:
         return seen
-    pod = read_pod(cluster, namespace, name)
-    return pod, events_for(cluster, namespace, pod)
+
+    def last() -> tuple[Any, list[EventRecord]]:
+        pod = read_pod(cluster, namespace, name)
+        return pod, events_for(cluster, namespace, pod)
+
+    return retrying(last)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from components.config import PlatformConfig
+from tests.acceptance.hami_evidence import RegisteredCard
 from tests.acceptance.kube import Cluster
 from tests.acceptance.stack import StackOutputs
 
@@ -43,3 +44,17 @@ class Marker:
 
     namespace: str
     pod: str  # namespace/name
+
+
+@dataclass
+class Target:
+    """The node and card the sharing scenario (TC-04 ... TC-06) runs on."""
+
+    cluster: Cluster
+    node: str
+    node_selector: dict[str, str] | None
+    cards: list[RegisteredCard]
+
+    @property
+    def card(self) -> RegisteredCard:
+        return self.cards[0]

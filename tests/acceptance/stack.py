@@ -7,8 +7,12 @@
   slots per card, datastore schemas, GPU quotas. Never from constants, so the same suite runs
   against a prod stack.
 
-``StackUnavailableError`` means "no live stack to test": the suite skips with its one-line message.
-Everything except ``read_outputs`` is pure and unit-tested offline.
+``StackUnavailableError`` means "no stack is deployed" - no Pulumi CLI, no such stack, no
+outputs - and is the only reason the suite skips (with its one-line message). Once a stack has
+outputs, anything else that stops the suite (``StackBrokenError``: the CLI failing for another
+reason such as a wrong passphrase, a timeout, unreadable output, a missing stack file;
+``OutputsError``: outputs that are not the program's) is a failure, so a broken lab never reports
+success. Everything except ``read_outputs`` is pure and unit-tested offline.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from tests.acceptance.hami_evidence import (
     Inventory,
 )
 
+# HAMi chart 2.10.0 values.yaml resourceMemPercentage; the mock device plugin advertises it too.
+NVIDIA_GPUMEM_PERCENTAGE = "nvidia.com/gpumem-percentage"
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STACK_ENV = "GPU_PLATFORM_STACK"
 DEFAULT_STACK = "lab"
@@ -48,7 +55,17 @@ PROD_MEMORY_TOLERANCE = 0.10
 
 
 class StackUnavailableError(Exception):
-    """No live stack to test; the message is the one-line skip reason."""
+    """No stack is deployed (no CLI, no such stack, no outputs); the message is the one-line
+    skip reason."""
+
+
+class StackBrokenError(Exception):
+    """The stack exists but cannot be read or checked; the message says why (a failure)."""
+
+
+# The CLI's answer when the stack does not exist (pulumi pkg/cmd/pulumi: "no stack named '%s'
+# found"): the one CLI error that means "nothing deployed".
+NO_STACK_TEXT = "no stack named"
 
 
 def stack_name(environ: Mapping[str, str] | None = None) -> str:
@@ -198,8 +215,11 @@ def read_outputs(
     run: Runner = subprocess.run,
     timeout: float = CLI_TIMEOUT_SECONDS,
 ) -> dict[str, Any]:
-    """``pulumi stack output --json --show-secrets --stack <stack>``; StackUnavailableError when
-    there is no CLI or no output to read (the CLI's own first error line says why)."""
+    """``pulumi stack output --json --show-secrets --stack <stack>``.
+
+    StackUnavailableError (skip) when there is no CLI or no such stack; StackBrokenError
+    (failure) when the CLI fails otherwise (wrong passphrase or backend, a timeout) or prints no
+    JSON object - the CLI's own first error line says why."""
     cli = which("pulumi")
     if cli is None:
         raise StackUnavailableError(
@@ -209,26 +229,60 @@ def read_outputs(
     try:
         done = run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise StackUnavailableError(
+        raise StackBrokenError(
             f"`pulumi stack output --stack {stack}` took over {timeout:.0f} s"
         ) from None
     except OSError as exc:
-        raise StackUnavailableError(f"cannot run the Pulumi CLI: {exc}") from None
+        raise StackBrokenError(f"cannot run the Pulumi CLI: {exc}") from None
     if done.returncode != 0:
         lines = [line.strip() for line in (done.stderr or "").splitlines() if line.strip()]
         why = lines[0] if lines else f"exit code {done.returncode}"
-        raise StackUnavailableError(f"no stack output for stack {stack!r}: {why}")
+        if NO_STACK_TEXT in why:
+            raise StackUnavailableError(f"no stack {stack!r} is deployed here: {why}")
+        raise StackBrokenError(f"`pulumi stack output --stack {stack}` failed: {why}")
     try:
         data = json.loads(done.stdout or "{}")
     except json.JSONDecodeError:
-        raise StackUnavailableError(
+        raise StackBrokenError(
             f"`pulumi stack output --json --stack {stack}` did not print JSON"
         ) from None
     if not isinstance(data, dict):
-        raise StackUnavailableError(
+        raise StackBrokenError(
             f"`pulumi stack output --json --stack {stack}` did not print an object"
         )
     return data
+
+
+def deployed_stack(
+    stack: str,
+    *,
+    read: Callable[[str], Mapping[str, Any]] = read_outputs,
+    load: Callable[[str], PlatformConfig] = load_platform,
+) -> tuple[StackOutputs, PlatformConfig]:
+    """The deployed stack's outputs and config.
+
+    Raises StackUnavailableError (skip) only when nothing is deployed: no CLI, no such stack, no
+    outputs. Once outputs exist, StackBrokenError or OutputsError (failures): the CLI failing
+    otherwise, a missing stack file, outputs that do not belong to the stack file."""
+    outputs = parse_outputs(read(stack), stack)
+    try:
+        platform = load(stack)
+    except StackUnavailableError as exc:
+        raise StackBrokenError(f"stack {stack!r} has outputs but {exc}") from None
+    problems = check_outputs_match_config(outputs, platform)
+    if problems:
+        raise OutputsError("; ".join(problems))
+    return outputs, platform
+
+
+def unreachable_failure(stack: str, unreachable: Mapping[str, str], clusters: int) -> str | None:
+    """The failure message when no API server of a deployed stack answers (else None): the
+    stack is deployed, so this is a broken lab (kind stopped, MetalLB route lost), never a skip."""
+    if clusters and len(unreachable) == clusters:
+        return f"stack {stack!r} is deployed but no API server answers from here: " + "; ".join(
+            unreachable.values()
+        )
+    return None
 
 
 # ------------------------------------------------------------------------- expectations
@@ -255,15 +309,56 @@ def tenant_inventory(tenant: Tenant) -> Inventory:
     return total
 
 
-def expected_capacity(tenant: Tenant) -> dict[str, int]:
-    """Node capacity the tenant's GPU nodes advertise in total (nvidia.com/gpu = slots; the mock
-    device plugin also advertises gpumem = MiB and gpucores = compute units)."""
-    inventory = tenant_inventory(tenant)
+def uses_mock(platform: PlatformConfig, pool: WorkerPool) -> bool:
+    """The pool's nodes run HAMi's mock device plugin (lab default) instead of the real one."""
+    return platform.tenant_device_mode(pool) == "mock"
+
+
+# What HAMi's mock device plugin v1.0.1 advertises for a node, computed here from the declared
+# inventory (not from the platform's code). internal/pkg/api/device/nvidia/device.go:164-200
+# GetResource: per card of the node's hami.io/node-nvidia-register, gpumem += devmem (MiB),
+# gpucores += devcore, gpumem-percentage += 100; gpumem divided by memoryFactor when > 1 (the
+# device config it reads sets 1, as HAMi chart 2.10.0 templates/scheduler/device-configmap.yaml
+# does, so the kubelet counts gpumem in the scheduler's unit). It advertises nothing
+# while the node's nvidia.com/gpu capacity is absent or 0 (device.go:173, CheckHealthy). The
+# kubelet lists each advertised unit as one device: capacity = allocatable = that number.
+MOCK_MEMORY_FACTOR = 1
+
+
+def mock_plugin_resources(per_node: Inventory) -> dict[str, int]:
+    """The mock device plugin's resources on one node with this inventory."""
     return {
-        NVIDIA_GPU: inventory.slots,
-        NVIDIA_GPUMEM: inventory.memory_mib,
-        NVIDIA_GPUCORES: inventory.core_units,
+        NVIDIA_GPUMEM: per_node.memory_mib // MOCK_MEMORY_FACTOR,
+        NVIDIA_GPUCORES: per_node.core_units,
+        NVIDIA_GPUMEM_PERCENTAGE: 100 * per_node.cards,
     }
+
+
+def node_resources(platform: PlatformConfig, pool: WorkerPool) -> dict[str, int]:
+    """What each node of the pool must show as capacity and allocatable: nvidia.com/gpu = cards x
+    slots (HAMi's device plugin, or in the lab the platform's patch the mock plugin and HAMi's
+    health gate need) and, for mock pools, the mock device plugin's resources."""
+    per_node = node_inventory(pool)
+    wanted = {NVIDIA_GPU: per_node.slots}
+    if uses_mock(platform, pool):
+        wanted.update(mock_plugin_resources(per_node))
+    return wanted
+
+
+def expected_capacity(platform: PlatformConfig, tenant: Tenant) -> dict[str, int]:
+    """The GPU capacity the tenant's nodes must advertise in total (TC-07/08): nvidia.com/gpu =
+    slots of every pool; nvidia.com/gpumem (MiB) and gpucores (units) from the mock device plugin
+    of the pools that use it (the real plugin does not advertise them). Every key is required."""
+    if not tenant.worker_pools:
+        return {}
+    total: dict[str, int] = {NVIDIA_GPU: tenant_inventory(tenant).slots}
+    for pool in tenant.worker_pools:
+        if not uses_mock(platform, pool):
+            continue
+        per_node = mock_plugin_resources(node_inventory(pool))
+        for key in (NVIDIA_GPUMEM, NVIDIA_GPUCORES):
+            total[key] = total.get(key, 0) + per_node[key] * pool.replicas
+    return total
 
 
 def memory_tolerance(platform: PlatformConfig) -> float:

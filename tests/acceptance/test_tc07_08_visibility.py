@@ -1,7 +1,9 @@
 """TC-07 / TC-08: each tenant sees only itself.
 
 Through each tenant's own API server: only its own nodes (the pool nodes of the stack outputs),
-only its own pods and namespaces, GPU capacity equal to its declared inventory; nothing unique to
+only its own pods and namespaces, GPU capacity equal to its declared inventory (``nvidia.com/gpu``
+and, where a pool uses the mock device plugin, ``nvidia.com/gpumem`` and ``gpucores`` - all
+required, none "when advertised"); nothing unique to
 another tenant - node names/UIDs, namespace/pod UIDs, and the marker namespace and pod the suite
 created in every tenant under unique names - appears. TC-07 is the first tenant of the config,
 TC-08 the second; further tenants get TC-08.1, TC-08.2, ...
@@ -82,12 +84,15 @@ def test_tenant_sees_only_itself(
     others = [view for name, view in views.items() if name != tenant.name]
     outputs = live.outputs.tenants[tenant.name]
     named_nodes = outputs.nodes
+    capacity_wanted = expected_capacity(live.platform, tenant)
     verdict = judge_visibility(
         own,
         expected_nodes=named_nodes or None,
         expected_node_count=None if named_nodes else sum(p.replicas for p in tenant.worker_pools),
-        expected_capacity=expected_capacity(tenant),
-        required_capacity=(NVIDIA_GPU,),
+        expected_capacity=capacity_wanted,
+        # All of them: nvidia.com/gpu everywhere, gpumem/gpucores where a pool runs the mock
+        # device plugin (only present while it runs).
+        required_capacity=tuple(capacity_wanted),
         others=others,
     )
     evidence.record("seen", verdict.facts)

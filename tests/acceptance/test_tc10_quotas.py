@@ -1,17 +1,26 @@
-"""TC-10 (beyond the report): tenant GPU quotas are enforced.
+"""TC-10 (beyond the report): tenant GPU quotas are enforced, by the part meant to enforce them.
 
 For every tenant quota in the stack file (``gpuQuotas``), in its namespace inside the tenant:
 
 * a ResourceQuota holds the configured limits (``requests.nvidia.com/gpu`` = gpus,
-  ``limits.nvidia.com/gpumem`` = gpuMemoryMiB, ``limits.nvidia.com/gpucores`` = gpuCores);
-* a pod asking one card more than ``gpus`` is refused at admission (403 "exceeded quota" naming
-  ``requests.nvidia.com/gpu``: Kubernetes' own quota);
-* a pod asking ``gpuMemoryMiB + 1`` MiB on one card stays Pending and HAMi's scheduler reports
-  ``ResourceQuotaNotFit`` (HAMi tracks the ``limits.nvidia.com/gpumem`` quota itself; it checks
-  it before the card's memory, so the reason tells the quota apart from the card's size).
+  ``limits.nvidia.com/gpumem`` = gpuMemoryMiB, ``limits.nvidia.com/gpucores`` = gpuCores), and
+  HAMi's scheduler holds the gpumem/gpucores limits (its metrics ``hami_resource_quota_limit``)
+  - when its metrics are readable (TC-02 requires them);
+* **cards**: a pod asking ``gpus + 1`` cards, each with ``gpumem: 1`` and ``gpucores: 0`` so that
+  only the card count is over (HAMi's webhook sums Memreq x cards and Coresreq x cards against
+  its own quota, and would turn a bare ``nvidia.com/gpu: N`` into 100 cores per card), is
+  refused by Kubernetes' own quota admission: 403 ``exceeded quota`` naming
+  ``requests.nvidia.com/gpu`` with the configured limit;
+* **memory**: a pod asking ``gpuMemoryMiB + 1`` MiB (1 core) on one card is refused at creation by
+  HAMi's mutating webhook, which has enforced the namespace's ``gpumem``/``gpucores`` quota
+  itself since 2.9 (HAMi v2.10.0 pkg/scheduler/webhook.go:114-115, 145-190; pkg/device/quota.go
+  FitQuota): 403 ``admission webhook "vgpu.hami.io" denied the request: exceeding resource
+  quota``. Mutating webhooks run before the ResourceQuota plugin, and a lone pod never reaches
+  the scheduler's ``ResourceQuotaNotFit``.
 
 These pods live in the quota's namespace (the quota is what is under test), carry the suite's
-run label and are deleted afterwards, also on failure. Skipped when no tenant declares quotas.
+run label and are deleted afterwards, also on failure. Skipped only when no tenant declares
+quotas (nothing to enforce).
 """
 
 from __future__ import annotations
@@ -26,23 +35,25 @@ from tests.acceptance.hami_evidence import (
     NVIDIA_GPUCORES,
     NVIDIA_GPUMEM,
     Verdict,
+    judge_card_quota_refusal,
+    judge_hami_quota_denial,
     judge_quota_hard,
-    judge_rejection,
-    parse_quota_exceeded,
 )
+from tests.acceptance.hami_metrics import HamiQuota, QuotaView, hami_quotas, judge_hami_quota
 from tests.acceptance.kube import (
+    API_ERRORS,
     CLEANUP_TIMEOUT,
+    METRICS_ERRORS,
     REQUEST_TIMEOUT,
     Cluster,
     api_message,
     create_pod,
     delete_pods,
     describe_error,
+    hami_samples,
     meta,
-    placement,
     quantity,
-    scheduling_message,
-    wait_for_refusal,
+    retrying,
 )
 from tests.acceptance.live import LiveStack
 from tests.acceptance.report import Evidence
@@ -53,12 +64,20 @@ pytestmark = [pytest.mark.live, pytest.mark.timeout(600)]
 CARD_QUOTA = f"requests.{NVIDIA_GPU}"
 MEMORY_QUOTA = f"limits.{NVIDIA_GPUMEM}"
 CORES_QUOTA = f"limits.{NVIDIA_GPUCORES}"
+# Per card of the cards pod: the smallest share HAMi's webhook counts as a request (memory) and
+# no cores, so HAMi's own quota check passes and only requests.nvidia.com/gpu is over.
+CARD_POD_MEMORY_MIB = 1
+CARD_POD_CORES = 0
 
 
 def quota_hard(cluster: Cluster, namespace: str) -> dict[str, dict[str, int]]:
-    quotas = cluster.core.list_namespaced_resource_quota(
-        namespace, _request_timeout=REQUEST_TIMEOUT
-    ).items
+    quotas = retrying(
+        lambda: (
+            cluster.core.list_namespaced_resource_quota(
+                namespace, _request_timeout=REQUEST_TIMEOUT
+            ).items
+        )
+    )
     return {
         str(meta(q).name): {
             key: quantity(value)
@@ -67,6 +86,22 @@ def quota_hard(cluster: Cluster, namespace: str) -> dict[str, dict[str, int]]:
         }
         for q in quotas
     }
+
+
+def refusal(cluster: Cluster, namespace: str, body: dict[str, Any]) -> tuple[int | None, str]:
+    """Create the pod: (None, "") when admitted, else the API's status code and message."""
+    try:
+        create_pod(cluster, namespace, body)
+    except ApiException as exc:
+        return int(exc.status or 0), api_message(exc) or describe_error(exc)
+    return None, ""
+
+
+def hami_quota_view(cluster: Cluster) -> tuple[dict[tuple[str, str], HamiQuota] | None, str]:
+    try:
+        return hami_quotas(hami_samples(cluster)), ""
+    except METRICS_ERRORS as exc:
+        return None, describe_error(exc) if isinstance(exc, API_ERRORS) else str(exc)
 
 
 @pytest.mark.tc("TC-10")
@@ -78,10 +113,12 @@ def test_gpu_quotas_enforced(live: LiveStack, evidence: Evidence) -> None:
     seen: dict[str, Any] = {}
     for tenant in with_quotas:
         cluster = live.tenant(tenant.name)
+        hami, hami_error = hami_quota_view(cluster)
         for quota in tenant.gpu_quotas:
             namespace = quota.namespace
+            where = f"{tenant.name}/{namespace}"
             row: dict[str, Any] = {}
-            seen[f"{tenant.name}/{namespace}"] = row
+            seen[where] = row
             expected = {
                 CARD_QUOTA: quota.gpus,
                 MEMORY_QUOTA: quota.gpu_memory_mib,
@@ -90,60 +127,65 @@ def test_gpu_quotas_enforced(live: LiveStack, evidence: Evidence) -> None:
             hard = judge_quota_hard(namespace, quota_hard(cluster, namespace), expected)
             verdict.problems.extend(f"{tenant.name}: {p}" for p in hard.problems)
             row["resourceQuotas"] = hard.facts["quotas"]
+            if hami is None:
+                row["hamiQuota"] = f"unreadable: {hami_error}"
+            else:
+                held = judge_hami_quota(
+                    QuotaView(namespace, hami),
+                    {NVIDIA_GPUMEM: quota.gpu_memory_mib, NVIDIA_GPUCORES: quota.gpu_cores},
+                )
+                verdict.problems.extend(f"{where}: {p}" for p in held.problems)
+                row["hamiQuota"] = held.facts["hami"]
             suffix = random_suffix(5)
             cards_pod = f"quota-cards-{suffix}"
             memory_pod = f"quota-mem-{suffix}"
+            over = quota.gpus + 1
+            memory_over = quota.gpu_memory_mib + 1
             try:
-                # Over the card count: refused by the API server's quota admission.
-                try:
-                    create_pod(
-                        cluster,
-                        namespace,
-                        pod_body(cards_pod, live.run_id, limits=gpu_limits(quota.gpus + 1)),
-                    )
-                except ApiException as exc:
-                    refusal = parse_quota_exceeded(api_message(exc))
-                    row["cardsOverQuota"] = {"status": exc.status, "message": api_message(exc)}
-                    if exc.status != 403 or refusal is None or CARD_QUOTA not in refusal.requested:
-                        verdict.problems.append(
-                            f"{tenant.name}/{namespace}: {quota.gpus + 1} cards refused for "
-                            f"another reason: {describe_error(exc)}"
-                        )
-                else:
-                    row["cardsOverQuota"] = "admitted"
-                    verdict.problems.append(
-                        f"{tenant.name}/{namespace}: a pod asking {quota.gpus + 1} cards was "
-                        f"admitted (quota {quota.gpus})"
-                    )
-                # Over the memory quota: HAMi refuses to place it.
-                create_pod(
+                status, message = refusal(
+                    cluster,
+                    namespace,
+                    pod_body(
+                        cards_pod,
+                        live.run_id,
+                        limits=gpu_limits(
+                            over, memory_mib=CARD_POD_MEMORY_MIB, cores=CARD_POD_CORES
+                        ),
+                    ),
+                )
+                cards = judge_card_quota_refusal(
+                    status, message, resource=CARD_QUOTA, requested=over, limit=quota.gpus
+                )
+                verdict.problems.extend(f"{where}: {p}" for p in cards.problems)
+                row["cardsOverQuota"] = {
+                    "request": f"{over} cards x {CARD_POD_MEMORY_MIB} MiB / {CARD_POD_CORES} %",
+                    **cards.facts,
+                }
+                status, message = refusal(
                     cluster,
                     namespace,
                     pod_body(
                         memory_pod,
                         live.run_id,
-                        limits=gpu_limits(1, memory_mib=quota.gpu_memory_mib + 1, cores=1),
+                        limits=gpu_limits(1, memory_mib=memory_over, cores=1),
                     ),
                 )
-                pod, events = wait_for_refusal(
-                    cluster, namespace, memory_pod, "ResourceQuotaNotFit"
+                memory = judge_hami_quota_denial(
+                    status, message, what=f"a pod asking {memory_over} MiB"
                 )
-                judged = judge_rejection(placement(pod), events, "ResourceQuotaNotFit")
-                verdict.problems.extend(f"{tenant.name}/{namespace}: {p}" for p in judged.problems)
+                verdict.problems.extend(f"{where}: {p}" for p in memory.problems)
                 row["memoryOverQuota"] = {
-                    **judged.facts,
-                    "request": f"{quota.gpu_memory_mib + 1} MiB > quota {quota.gpu_memory_mib}",
-                    "podScheduledCondition": scheduling_message(pod),
+                    "request": f"1 card x {memory_over} MiB > quota {quota.gpu_memory_mib}",
+                    **memory.facts,
                 }
             finally:
                 left = delete_pods(cluster, namespace, [cards_pod, memory_pod], CLEANUP_TIMEOUT)
                 if left:
-                    verdict.problems.append(f"{tenant.name}/{namespace}: could not delete {left}")
-            memory_events = row.get("memoryOverQuota", {}).get("matching") or ["no event"]
+                    verdict.problems.append(f"{where}: could not delete {left}")
             evidence.summary(
-                f"{tenant.name}/{namespace}: {quota.gpus + 1} cards "
-                f"{'refused' if row.get('cardsOverQuota') != 'admitted' else 'ADMITTED'}, "
-                f"{quota.gpu_memory_mib + 1} MiB: {memory_events[0]}"
+                f"{where}: {over} cards -> {row['cardsOverQuota'].get('message') or 'ADMITTED'}"
+                f"; {memory_over} MiB -> "
+                f"{row['memoryOverQuota'].get('message') or 'ADMITTED'}"
             )
     evidence.record("quotas", seen)
     evidence.record("withoutQuotas", [t.name for t in live.platform.tenants if not t.gpu_quotas])

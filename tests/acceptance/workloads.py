@@ -63,12 +63,16 @@ def pod_body(
     *,
     limits: dict[str, str] | None = None,
     node_selector: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    image: str = IMAGE,
+    command: list[str] | None = None,
 ) -> dict[str, Any]:
-    """A sleeping busybox pod, optionally asking HAMi for GPU shares."""
+    """A sleeping busybox pod, optionally asking HAMi for GPU shares (or another image and
+    command, for probes)."""
     container: dict[str, Any] = {
         "name": "main",
-        "image": IMAGE,
-        "command": list(COMMAND),
+        "image": image,
+        "command": list(command or COMMAND),
         "securityContext": {"allowPrivilegeEscalation": False},
     }
     if limits:
@@ -84,6 +88,9 @@ def pod_body(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "labels": {RUN_LABEL: run_id, **MANAGED_BY}},
+        "metadata": {
+            "name": name,
+            "labels": {**(labels or {}), RUN_LABEL: run_id, **MANAGED_BY},
+        },
         "spec": spec,
     }

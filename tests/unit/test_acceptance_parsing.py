@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,8 +84,8 @@ LAB_B = he.Inventory(cards=2, memory_mib=49_152, core_units=200, slots=20)
 
 
 def test_node_inventory_judge_accepts_the_lab_nodes() -> None:
-    a = he.judge_node_inventory("tenant-a-a100-0", LAB_A_CARDS, LAB_A, gpu_capacity=10)
-    b = he.judge_node_inventory("tenant-b-l4-0", LAB_B_CARDS, LAB_B, gpu_capacity=20)
+    a = he.judge_node_inventory("tenant-a-a100-0", LAB_A_CARDS, LAB_A)
+    b = he.judge_node_inventory("tenant-b-l4-0", LAB_B_CARDS, LAB_B)
     assert a.ok, a.explain()
     assert b.ok, b.explain()
     assert a.facts["registered"] == {
@@ -96,26 +97,20 @@ def test_node_inventory_judge_accepts_the_lab_nodes() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cards", "expected", "capacity", "fragment"),
+    ("cards", "expected", "fragment"),
     [
-        (LAB_B_CARDS, LAB_A, 10, "2 cards registered, 1 declared"),
-        (LAB_A_CARDS, LAB_B, 20, "81920 MiB registered, 49152 MiB declared"),
-        (LAB_A_CARDS, LAB_A, 0, "capacity nvidia.com/gpu=0"),
-        (LAB_A_CARDS, LAB_A.__class__(1, 81_920, 100, 20), 20, "10 sharing slots registered"),
-        (LAB_A_CARDS, LAB_A.__class__(1, 81_920, 200, 10), 10, "100 compute units registered"),
-        (
-            he.parse_node_register(REGISTER_CASES[3]["value"]),
-            LAB_A,
-            10,
-            "is not healthy",
-        ),
-        (LAB_A_CARDS * 2, LAB_A.times(2), 20, "registered twice"),
+        (LAB_B_CARDS, LAB_A, "2 cards registered, 1 declared"),
+        (LAB_A_CARDS, LAB_B, "81920 MiB registered, 49152 MiB declared"),
+        (LAB_A_CARDS, LAB_A.__class__(1, 81_920, 100, 20), "10 sharing slots registered"),
+        (LAB_A_CARDS, LAB_A.__class__(1, 81_920, 200, 10), "100 compute units registered"),
+        (he.parse_node_register(REGISTER_CASES[3]["value"]), LAB_A, "is not healthy"),
+        (LAB_A_CARDS * 2, LAB_A.times(2), "registered twice"),
     ],
 )
 def test_node_inventory_judge_fails_on_mismatch(
-    cards: list[he.RegisteredCard], expected: he.Inventory, capacity: int, fragment: str
+    cards: list[he.RegisteredCard], expected: he.Inventory, fragment: str
 ) -> None:
-    verdict = he.judge_node_inventory("node", cards, expected, gpu_capacity=capacity)
+    verdict = he.judge_node_inventory("node", cards, expected)
     assert not verdict.ok
     assert fragment in verdict.explain()
 
@@ -124,6 +119,13 @@ def test_node_inventory_judge_rejects_cards_hami_would_skip() -> None:
     card = he.RegisteredCard("GPU-x", 0, 10, 81_920, 100, "A100", 0, "hami-core", True)
     verdict = he.judge_node_inventory("node", [card], LAB_A)
     assert "lacks 'NVIDIA'" in verdict.explain()
+
+
+@pytest.mark.parametrize("card_type", ["nvidia-a100", "Nvidia A100-SXM4-80GB", "NVIDIA-H100"])
+def test_node_inventory_judge_matches_nvidia_like_hami_case_insensitively(card_type: str) -> None:
+    # HAMi v2.10.0 pkg/scheduler/score.go:43-48 lower-cases the type before matching "nvidia".
+    card = he.RegisteredCard("GPU-x", 0, 10, 81_920, 100, card_type, 0, "hami-core", True)
+    assert he.judge_node_inventory("node", [card], LAB_A).ok
 
 
 def test_memory_tolerance_allows_less_but_never_more() -> None:
@@ -170,7 +172,8 @@ def test_card_usage_adds_the_three_report_pods() -> None:
 
 
 def test_card_usage_splits_multi_card_pods() -> None:
-    usage = he.card_usage({"whole": DEVICE_CASES[3]["value"]})
+    (whole,) = [c for c in DEVICE_CASES if "two distinct cards" in c["name"]]
+    usage = he.card_usage({"whole": whole["value"]})
     assert {u.uuid: (u.memory_mib, u.cores) for u in usage.values()} == {
         "GPU-6c5a6dac-dde7-43f1-a8da-9423880998d5": (24_576, 100),
         "GPU-6775fe86-54fd-455e-81d9-0aca453040ee": (24_576, 100),
@@ -195,6 +198,8 @@ def sharing_pods(patch: dict[str, Any] | None = None) -> list[he.PodPlacement]:
                 phase=change.get("phase", raw["phase"]),
                 scheduler_name=change.get("scheduler_name", raw["scheduler_name"]),
                 annotations=annotations,
+                reason=change.get("reason", ""),
+                message=change.get("message", ""),
             )
         )
     return pods
@@ -287,7 +292,11 @@ def test_rejection_judge_samples(case: dict[str, Any]) -> None:
         events = [he.EventRecord(case["as_type"], e.reason, e.message, e.source) for e in events]
     pod = he.PodPlacement(**case["pod"])
     verdict = he.judge_rejection(
-        pod, events, case["expect"], contradicting=case.get("contradicting", ())
+        pod,
+        events,
+        case["expect"],
+        contradicting=case.get("contradicting", ()),
+        exclusive=case.get("exclusive", False),
     )
     assert verdict.ok is case["ok"], verdict.explain()
     if not case["ok"]:
@@ -482,6 +491,8 @@ QUOTA = sample("quota.yaml")
 @pytest.mark.parametrize("case", QUOTA["refusals"], ids=case_id)
 def test_quota_refusal_samples(case: dict[str, Any]) -> None:
     refusal = he.parse_quota_exceeded(case["message"])
+    denial = he.parse_webhook_denial(case["message"])
+    assert denial == (tuple(case["webhook"]) if case.get("webhook") else None)
     if case["quota"] is None:
         assert refusal is None
         return
@@ -490,6 +501,38 @@ def test_quota_refusal_samples(case: dict[str, Any]) -> None:
     assert refusal.requested == case["requested"]
     assert refusal.used == case["used"]
     assert refusal.limited == case["limited"]
+
+
+@pytest.mark.parametrize("case", QUOTA["cards"], ids=case_id)
+def test_card_quota_refusal_judge(case: dict[str, Any]) -> None:
+    verdict = he.judge_card_quota_refusal(
+        case["status"],
+        case["message"],
+        resource="requests.nvidia.com/gpu",
+        requested=case["requested"],
+        limit=case["limit"],
+    )
+    assert verdict.ok is case["ok"], verdict.explain()
+    if not case["ok"]:
+        assert case["problem"] in verdict.explain()
+    else:
+        assert verdict.facts["quota"] == "gpu-quota"
+
+
+@pytest.mark.parametrize("case", QUOTA["memory"], ids=case_id)
+def test_hami_webhook_quota_denial_judge(case: dict[str, Any]) -> None:
+    verdict = he.judge_hami_quota_denial(case["status"], case["message"], what="a pod")
+    assert verdict.ok is case["ok"], verdict.explain()
+    if not case["ok"]:
+        assert case["problem"] in verdict.explain()
+
+
+def test_webhook_quota_denial_text_is_what_the_api_server_builds() -> None:
+    # apiserver ToStatusErr: `admission webhook %q denied the request: %s` around HAMi's
+    # admission.Denied("exceeding resource quota") (webhook.go:115), webhook name from the chart.
+    built = f'admission webhook "{he.HAMI_WEBHOOK}" denied the request: {he.HAMI_QUOTA_DENIAL}'
+    assert built == QUOTA["memory"][0]["message"]
+    assert he.judge_hami_quota_denial(403, built, what="x").ok
 
 
 def test_quota_hard_judge() -> None:
@@ -597,20 +640,69 @@ def test_read_outputs_passes_secrets_flag_and_stack() -> None:
     ]
 
 
-def test_read_outputs_reports_the_cli_error_line() -> None:
+def test_read_outputs_without_the_stack_is_a_skip_reason() -> None:
     run = fake_run(255, stderr="\nerror: no stack named 'lab' found\nmore\n")
     with pytest.raises(stack.StackUnavailableError, match=r"error: no stack named 'lab' found$"):
         stack.read_outputs("lab", which=lambda _: "pulumi", run=run)
 
 
-def test_read_outputs_timeout_and_garbage() -> None:
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        'error: constructing secrets manager of type "passphrase": incorrect passphrase, please '
+        "set PULUMI_CONFIG_PASSPHRASE to the correct passphrase\n",
+        "error: PULUMI_ACCESS_TOKEN must be set for login during non-interactive CLI sessions\n",
+        "",
+    ],
+    ids=["wrong-passphrase", "not-logged-in", "silent"],
+)
+def test_read_outputs_failing_otherwise_is_a_failure_not_a_skip(stderr: str) -> None:
+    run = fake_run(255, stderr=stderr)
+    with pytest.raises(stack.StackBrokenError, match="`pulumi stack output --stack lab` failed"):
+        stack.read_outputs("lab", which=lambda _: "pulumi", run=run)
+
+
+def test_read_outputs_timeout_and_garbage_are_failures() -> None:
     def slow(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         raise subprocess.TimeoutExpired(command, kwargs["timeout"])
 
-    with pytest.raises(stack.StackUnavailableError, match="took over"):
+    with pytest.raises(stack.StackBrokenError, match="took over"):
         stack.read_outputs("lab", which=lambda _: "pulumi", run=slow, timeout=2)
-    with pytest.raises(stack.StackUnavailableError, match="did not print JSON"):
+    with pytest.raises(stack.StackBrokenError, match="did not print JSON"):
         stack.read_outputs("lab", which=lambda _: "pulumi", run=fake_run(0, stdout="nope"))
+    with pytest.raises(stack.StackBrokenError, match="did not print an object"):
+        stack.read_outputs("lab", which=lambda _: "pulumi", run=fake_run(0, stdout="[1]"))
+
+
+def test_deployed_stack_skips_only_when_nothing_is_deployed() -> None:
+    def none(_: str) -> dict[str, Any]:
+        return {}
+
+    with pytest.raises(stack.StackUnavailableError, match="has no outputs"):
+        stack.deployed_stack("lab", read=none)
+    outputs, platform = stack.deployed_stack("lab", read=lambda _: outputs_sample())
+    assert sorted(outputs.tenants) == [t.name for t in platform.tenants]
+
+    def no_file(name: str) -> PlatformConfig:
+        raise stack.StackUnavailableError(f"no stack file Pulumi.{name}.yaml: ...")
+
+    with pytest.raises(stack.StackBrokenError, match="has outputs but no stack file"):
+        stack.deployed_stack("lab", read=lambda _: outputs_sample(), load=no_file)
+    stale = outputs_sample()
+    stale["tenants"]["tenant-c"] = stale["tenants"].pop("tenant-b")
+    stale["tenantKubeconfigs"]["tenant-c"] = stale["tenantKubeconfigs"].pop("tenant-b")
+    with pytest.raises(stack.OutputsError, match="run `pulumi up`"):
+        stack.deployed_stack("lab", read=lambda _: stale)
+
+
+def test_an_unreachable_deployed_stack_is_a_failure_message() -> None:
+    down = {"management cluster": "https://127.0.0.1:6443: connection refused"}
+    assert stack.unreachable_failure("lab", {}, 3) is None
+    assert stack.unreachable_failure("lab", down, 3) is None  # tests report who is down
+    everything = {**down, "tenant-a": "x: timed out", "tenant-b": "y: timed out"}
+    message = stack.unreachable_failure("lab", everything, 3)
+    assert message is not None
+    assert message.startswith("stack 'lab' is deployed but no API server answers from here")
 
 
 def test_stack_name_from_env_with_lab_default() -> None:
@@ -632,11 +724,36 @@ def test_expected_inventories_from_the_lab_config() -> None:
     (pool_b,) = tenants["tenant-b"].worker_pools
     assert stack.node_inventory(pool_a) == LAB_A
     assert stack.node_inventory(pool_b) == LAB_B
-    assert stack.expected_capacity(tenants["tenant-b"]) == {
+    assert stack.expected_capacity(lab_platform(), tenants["tenant-b"]) == {
         "nvidia.com/gpu": 20,
         "nvidia.com/gpumem": 49_152,
         "nvidia.com/gpucores": 200,
     }
+
+
+def test_expected_capacity_counts_mock_resources_only_where_the_mock_runs() -> None:
+    raw = lab_raw()
+    raw["tenants"][1]["workerPools"][0]["replicas"] = 3
+    lab = parse_platform(raw)
+    # 3 nodes x 2 L4: 60 slots, 3 x 49152 MiB, 3 x 200 units (by hand).
+    assert stack.expected_capacity(lab, lab.tenants[1]) == {
+        "nvidia.com/gpu": 60,
+        "nvidia.com/gpumem": 147_456,
+        "nvidia.com/gpucores": 600,
+    }
+    prod = parse_platform(copy.deepcopy(load_stack_config("prod")[PLATFORM_KEY]))
+    for tenant in prod.tenants:
+        # The real device plugin advertises only nvidia.com/gpu.
+        assert set(stack.expected_capacity(prod, tenant)) == {"nvidia.com/gpu"}
+
+
+def test_node_resources_are_the_mock_plugins_arithmetic() -> None:
+    platform = lab_platform()
+    (pool_a,) = platform.tenants[0].worker_pools
+    (pool_b,) = platform.tenants[1].worker_pools
+    want = sample("node_status.yaml")["expect"]
+    assert stack.node_resources(platform, pool_a) == want["a100"]
+    assert stack.node_resources(platform, pool_b) == want["l4"]
 
 
 def test_tenant_inventory_multiplies_replicas() -> None:
@@ -741,6 +858,19 @@ def test_plain_pod_has_no_gpu_resources() -> None:
     assert "nodeSelector" not in body["spec"]
 
 
+def test_probe_pods_can_bypass_hamis_webhook_and_run_another_command() -> None:
+    from tests.acceptance.lookups import HAMI_WEBHOOK_IGNORE
+
+    body = workloads.pod_body(
+        "dns-probe", "run1", labels=HAMI_WEBHOOK_IGNORE, image="python:x", command=["python3"]
+    )
+    # HAMi chart webhook.yaml objectSelector: hami.io/webhook NotIn [ignore].
+    assert body["metadata"]["labels"]["hami.io/webhook"] == "ignore"
+    assert body["metadata"]["labels"][workloads.RUN_LABEL] == "run1"
+    assert body["spec"]["containers"][0]["image"] == "python:x"
+    assert body["spec"]["containers"][0]["command"] == ["python3"]
+
+
 def test_namespace_names_are_fresh_dns_labels() -> None:
     names = {workloads.namespace_name() for _ in range(50)}
     assert len(names) == 50
@@ -808,6 +938,7 @@ def test_node_facts_reads_capacity_and_labels() -> None:
         ),
         status=k8s.V1NodeStatus(
             capacity={"cpu": "8", "nvidia.com/gpu": "10", "nvidia.com/gpumem": "81920"},
+            allocatable={"cpu": "8", "nvidia.com/gpu": "10", "nvidia.com/gpumem": "0"},
             conditions=[k8s.V1NodeCondition(type="Ready", status="True")],
         ),
     )
@@ -815,6 +946,7 @@ def test_node_facts_reads_capacity_and_labels() -> None:
     assert facts.ready
     assert (facts.tenant, facts.pool) == ("tenant-a", "a100")
     assert facts.capacity == {"nvidia.com/gpu": 10, "nvidia.com/gpumem": 81920}
+    assert facts.allocatable == {"nvidia.com/gpu": 10, "nvidia.com/gpumem": 0}
     assert facts.ref().capacity == facts.capacity
     found, missing = kube.pool_nodes("a100", [], [facts])
     assert (found, missing) == ([facts], [])
@@ -851,7 +983,7 @@ def test_api_errors_are_described_in_one_line() -> None:
     exc = ApiException(status=403, reason="Forbidden")
     exc.body = json.dumps({"kind": "Status", "message": QUOTA["refusals"][0]["message"]})
     assert kube.api_message(exc) == QUOTA["refusals"][0]["message"]
-    assert kube.describe_error(exc).startswith('HTTP 403 Forbidden: pods "quota-cards-over"')
+    assert kube.describe_error(exc).startswith('HTTP 403 Forbidden: pods "quota-cards-k2x9q"')
     assert kube.describe_error(OSError("connection refused\nmore")) == (
         "OSError: connection refused"
     )
@@ -903,3 +1035,28 @@ def test_report_document_and_helpers(tmp_path: Path) -> None:
     assert report.first_line("\n  Skipped: no CLI\nrest") == "no CLI"
     assert report.all_skipped([report.ResultRow("a", "t", verdict="skipped")])
     assert not report.all_skipped([])
+
+
+# ------------------------------------------------------------- what the lab and README promise
+
+ACCEPTANCE_DIR = Path(__file__).resolve().parents[1] / "acceptance"
+
+
+def suite_ids() -> set[str]:
+    """The ids the live suite reports (its tc markers, and the per-tenant visibility ids)."""
+    ids: set[str] = set()
+    for path in ACCEPTANCE_DIR.glob("test_*.py"):
+        ids |= set(re.findall(r'pytest\.mark\.tc\("(TC-\d\d)"\)', path.read_text()))
+    return ids | {stack.visibility_test_id(0), stack.visibility_test_id(1)}
+
+
+def test_the_lab_declares_what_the_integration_run_requires_to_pass() -> None:
+    """test_lab_lifecycle requires TC-04..06 and TC-10 to pass on the lab: the lab has a sharing
+    pool and quotas on every tenant, and every lab pool runs the mock device plugin (TC-00/02)."""
+    from tests.integration.test_lab_lifecycle import REQUIRED_PASSED
+
+    platform = lab_platform()
+    assert set(REQUIRED_PASSED) == suite_ids()
+    assert stack.plan_sharing(platform) is not None
+    assert all(t.gpu_quotas for t in platform.tenants)
+    assert all(stack.uses_mock(platform, p) for t in platform.tenants for p in t.worker_pools)
