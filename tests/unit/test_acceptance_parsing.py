@@ -1040,6 +1040,7 @@ def test_report_document_and_helpers(tmp_path: Path) -> None:
 # ------------------------------------------------------------- what the lab and README promise
 
 ACCEPTANCE_DIR = Path(__file__).resolve().parents[1] / "acceptance"
+REPO_README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def suite_ids() -> set[str]:
@@ -1048,6 +1049,23 @@ def suite_ids() -> set[str]:
     for path in ACCEPTANCE_DIR.glob("test_*.py"):
         ids |= set(re.findall(r'pytest\.mark\.tc\("(TC-\d\d)"\)', path.read_text()))
     return ids | {stack.visibility_test_id(0), stack.visibility_test_id(1)}
+
+
+def table_ids(text: str) -> set[str]:
+    return {
+        tc
+        for row in text.splitlines()
+        if row.startswith("| TC-")
+        for tc in re.findall(r"TC-\d\d", row.split("|")[1])
+    }
+
+
+def test_readmes_list_every_test_of_the_suite_including_the_health_check() -> None:
+    ids = suite_ids()
+    assert {"TC-00", "TC-10"} <= ids
+    section = REPO_README.read_text().split("## Acceptance suite", 1)[1].split("\n## ", 1)[0]
+    assert table_ids(section) == ids
+    assert table_ids((ACCEPTANCE_DIR / "README.md").read_text()) == ids
 
 
 def test_the_lab_declares_what_the_integration_run_requires_to_pass() -> None:
