@@ -119,10 +119,17 @@ def machine_selector(cluster_name: str, pool: str) -> dict[str, str]:
 
 
 # Without a cloud provider (the tenant's Metal3Cluster sets cloudProviderEnabled: false), CAPM3
-# matches a Node to its Metal3Machine through this label and the kubelet's provider ID, both
-# filled in by cloud-init from the Metal3 metadata at first boot.
+# finds a Node by this label, the BareMetalHost's UID that the bare-metal operator always puts in
+# the config drive's metadata as ``uuid``, and then writes ``metal3://<ns>/<bmh>/<m3m>`` into
+# the Node's (empty) spec.providerID itself (CAPM3 v1.13.2
+# baremetal/metal3machine_manager.go:1548-1612 SetProviderIDFromNodeLabel;
+# docs/deployment_workflow.md:15-25). The kubelet must therefore NOT get a --provider-id: the
+# metadata key ``providerid`` exists only when a Metal3DataTemplate renders it
+# (baremetal/metal3data_manager.go:1692), cloud-init renders a missing key as
+# ``CI_MISSING_JINJA_VAR/providerid``, the field is immutable, and CAPM3 then refuses the node
+# ("node using unsupported providerID format"), so the Machine never gets its provider ID and the
+# node keeps Cluster API's uninitialized taint.
 METAL3_NODE_LABEL = "metal3.io/uuid={{ ds.meta_data.uuid }}"
-METAL3_PROVIDER_ID = "metal3://{{ ds.meta_data.providerid }}"
 
 
 def kubeadm_config_template(
@@ -139,15 +146,13 @@ def kubeadm_config_template(
     through the kubelet's ``--node-labels`` (the kubelet may set labels outside the
     ``kubernetes.io``/``k8s.io`` namespaces on itself). The kubelet's own configuration comes from
     the tenant's kubelet-config ConfigMap at join, so it matches the tenant's control plane.
-    Metal3 machines also get the label and provider ID CAPM3 needs without a cloud provider.
+    Metal3 machines also get the ``metal3.io/uuid`` label CAPM3 matches without a cloud provider
+    (and no ``--provider-id``: CAPM3 sets it, see METAL3_NODE_LABEL).
     """
     labels_arg = kubelet_node_labels_arg(node_labels)
-    extra_args = [{"name": "node-labels", "value": labels_arg}]
     if provider == "metal3":
-        extra_args = [
-            {"name": "node-labels", "value": f"{labels_arg},{METAL3_NODE_LABEL}"},
-            {"name": "provider-id", "value": METAL3_PROVIDER_ID},
-        ]
+        labels_arg = f"{labels_arg},{METAL3_NODE_LABEL}"
+    extra_args = [{"name": "node-labels", "value": labels_arg}]
     spec = {"joinConfiguration": {"nodeRegistration": {"kubeletExtraArgs": extra_args}}}
     return {
         "apiVersion": BOOTSTRAP_API,

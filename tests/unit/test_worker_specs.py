@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -128,9 +130,17 @@ def test_kubeadm_config_template_sets_node_labels_as_a_v1beta2_arg_list() -> Non
     ]
 
 
+# The metadata keys the bare-metal operator always writes to a host's config drive when no
+# Metal3DataTemplate renders more (metal3-io/baremetal-operator
+# pkg/provisioner/ironic/ironic.go, the default metadata; CAPM3 adds ``providerid`` and others
+# only through a Metal3Data, baremetal/metal3data_manager.go:1692-1693 at v1.13.2).
+BMO_DEFAULT_METADATA = {"uuid", "metal3-namespace", "metal3-name", "local-hostname", "name"}
+
+
 def test_metal3_nodes_carry_what_capm3_matches_without_a_cloud_provider() -> None:
     """The tenant's Metal3Cluster sets cloudProviderEnabled: false, so CAPM3 finds each Node by
-    the metal3.io/uuid label and the kubelet's provider ID, filled in by cloud-init."""
+    the metal3.io/uuid label and sets the Node's provider ID itself; a kubelet --provider-id would
+    claim the field first (it is immutable) with whatever cloud-init rendered."""
     registration = _objects()["bootstrap"]["spec"]["template"]["spec"]["joinConfiguration"][
         "nodeRegistration"
     ]
@@ -140,8 +150,17 @@ def test_metal3_nodes_carry_what_capm3_matches_without_a_cloud_provider() -> Non
             "value": "gpu=on,gpu-platform.io/gpu-model=A100-80GB,gpu-platform.io/pool=a100,"
             "metal3.io/uuid={{ ds.meta_data.uuid }}",
         },
-        {"name": "provider-id", "value": "metal3://{{ ds.meta_data.providerid }}"},
     ]
+
+
+def test_metal3_bootstrap_uses_only_metadata_the_host_always_has() -> None:
+    """Without a Metal3DataTemplate, a jinja key outside BMO's defaults renders as
+    CI_MISSING_JINJA_VAR/<key> (cloud-init templater); none may appear in what the kubelet gets."""
+    text = json.dumps(_objects()["bootstrap"]["spec"])
+    used = set(re.findall(r"ds\.meta_data\.([A-Za-z0-9_-]+)", text))
+    assert used, "the metal3.io/uuid label needs ds.meta_data.uuid"
+    assert used <= BMO_DEFAULT_METADATA, used - BMO_DEFAULT_METADATA
+    assert "provider-id" not in text
 
 
 def test_machine_deployment_references_its_templates() -> None:
