@@ -206,11 +206,41 @@ def calico_values(pod_cidr: str, api_server_host: Address = None) -> dict[str, A
 # ------------------------------------------------------------------------------ GPU Operator
 
 
+# How HAMi's device plugin hands a container its cards: HAMi 2.10.0's chart default
+# (charts/hami/values.yaml ``devicePlugin.deviceListStrategy: "envvar"``, rendered into the
+# plugin's DEVICE_LIST_STRATEGY by templates/device-plugin/daemonsetnvidia.yaml:93-94), which the
+# program keeps: Allocate answers NVIDIA_VISIBLE_DEVICES=GPU-<uuid>
+# (pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go).
+HAMI_DEVICE_LIST_STRATEGY = "envvar"
+
+
+def gpu_operator_cdi(hami_device_list_strategy: str = HAMI_DEVICE_LIST_STRATEGY) -> dict[str, Any]:
+    """The GPU Operator's ``cdi`` values that work with HAMi's device list strategy.
+
+    GPU Operator v26.7.0 turns CDI on by default (deployments/gpu-operator/values.yaml:15-16;
+    api/nvidia/v1/clusterpolicy_types.go:2472-2477 counts an unset field as on). With CDI on it
+    no longer makes ``nvidia`` the default runtime and runs that runtime in ``cdi`` mode
+    (controllers/object_controls.go:1257-1270), whose generated spec holds only the device
+    ``all`` (nvidia-container-toolkit v1.20.0 pkg/nvcdi/management.go); HAMi's
+    ``NVIDIA_VISIBLE_DEVICES=GPU-<uuid>`` then becomes ``management.nvidia.com/gpu=GPU-<uuid>``
+    and every shared-GPU container fails with "unresolvable CDI devices" while HAMi's own pods
+    (``all``) look healthy (Project-HAMi/HAMi#1106). HAMi documents ``cdi.enabled=false`` for its
+    envvar strategy (Project-HAMi/website#862); that is the pairing here."""
+    if hami_device_list_strategy != "envvar":
+        raise ValueError(
+            f"HAMi deviceListStrategy {hami_device_list_strategy!r} has no GPU Operator pairing "
+            "here: only envvar (with cdi.enabled=false) is supported"
+        )
+    return {"enabled": False}
+
+
 def gpu_operator_values() -> dict[str, Any]:
     """Values for the NVIDIA GPU Operator (prod): driver and container toolkit from the operator,
-    its device plugin off (HAMi's takes its place), runtime class named as HAMi expects."""
+    its device plugin off (HAMi's takes its place), runtime class named as HAMi expects, CDI
+    off so that the ``nvidia`` runtime resolves HAMi's envvar device list (``gpu_operator_cdi``)."""
     return {
         "operator": {"runtimeClass": NVIDIA_RUNTIME_CLASS},
+        "cdi": gpu_operator_cdi(),
         "driver": {"enabled": True},
         "toolkit": {"enabled": True},
         "devicePlugin": {"enabled": False},

@@ -11,11 +11,13 @@ import yaml
 
 from components.config import DedicatedDataStore, HamiSettings, parse_platform
 from components.tenant_values import (
+    HAMI_DEVICE_LIST_STRATEGY,
     calico_values,
     control_plane_timeout,
     device_modes,
     device_split_count,
     extender_args,
+    gpu_operator_cdi,
     gpu_operator_values,
     hami_values,
     kamaji_etcd_values,
@@ -279,3 +281,16 @@ def test_calico_values_keys_exist_except_the_commented_installation_network(
     assert "#   ipPools:" in text
     assert '#     - cidr: "192.168.0.0/16"' in text
     assert '#       encapsulation: "IPIP" # IPIP, VXLAN' in text
+
+
+def test_gpu_operator_turns_cdi_off_for_hamis_envvar_device_list() -> None:
+    """GPU Operator v26.7.0 defaults to CDI, which cannot resolve HAMi's envvar device list."""
+    assert gpu_operator_values()["cdi"] == {"enabled": False}
+    assert gpu_operator_cdi("envvar") == {"enabled": False}
+    with pytest.raises(ValueError, match="cdi-cri"):
+        gpu_operator_cdi("cdi-cri")
+
+
+def test_prod_hami_keeps_the_envvar_device_list_the_cdi_pairing_assumes() -> None:
+    assert HAMI_DEVICE_LIST_STRATEGY == "envvar"
+    assert "deviceListStrategy" not in _prod_values()["devicePlugin"]

@@ -1,0 +1,118 @@
+"""The GPU Operator and HAMi agree on how devices reach a container (prod).
+
+HAMi's device plugin answers Allocate with ``NVIDIA_VISIBLE_DEVICES=GPU-<uuid>`` (its default
+``envvar`` device list strategy); the GPU Operator v26.7.0 turns CDI on by default, and with CDI
+on its ``nvidia`` runtime resolves that list against a CDI spec holding only ``all``, so every
+shared-GPU container fails with "unresolvable CDI devices". The pairing (CDI off) is checked on
+the pinned defaults, on the recorded releases and, where the chart archives are present, on the
+objects Helm renders from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.versions import PINNED, HelmChart
+from tests.support.contracts import chart_defaults
+from tests.support.harness import Recording
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CHART_CACHE = Path.home() / ".cache" / "gpu-platform" / "charts"
+
+
+def _releases(prod: Recording, chart: str) -> list[Any]:
+    found = [r for r in prod.of_type(RELEASE) if r.inputs.get("chart") == chart]
+    assert found, f"prod registers no {chart} release"
+    return found
+
+
+def _hami_strategy(values: dict[str, Any], defaults: dict[str, Any]) -> Any:
+    plugin = values.get("devicePlugin") or {}
+    return plugin.get("deviceListStrategy", defaults["devicePlugin"]["deviceListStrategy"])
+
+
+def _cdi_enabled(values: dict[str, Any], defaults: dict[str, Any]) -> Any:
+    cdi = values.get("cdi") or {}
+    return cdi.get("enabled", defaults["cdi"]["enabled"])
+
+
+# ------------------------------------------------------------------------ pinned defaults
+
+
+def test_the_pinned_defaults_disagree_so_the_program_must_pair_them(upstream_dir: Path) -> None:
+    """Why the values matter: left alone, the pinned charts pair CDI-on with envvar."""
+    assert chart_defaults(upstream_dir, "gpu-operator")["cdi"]["enabled"] is True
+    assert chart_defaults(upstream_dir, "hami")["devicePlugin"]["deviceListStrategy"] == "envvar"
+
+
+def test_every_prod_tenant_turns_cdi_off_for_hamis_envvar_list(
+    prod: Recording, upstream_dir: Path
+) -> None:
+    operator_defaults = chart_defaults(upstream_dir, "gpu-operator")
+    hami_defaults = chart_defaults(upstream_dir, "hami")
+    operators = {r.name.removesuffix("-gpu-operator"): r for r in _releases(prod, "gpu-operator")}
+    hamis = {r.name.removesuffix("-hami"): r for r in _releases(prod, "hami")}
+    assert set(operators) == set(hamis)
+    for tenant, hami in hamis.items():
+        strategy = _hami_strategy(hami.inputs.get("values") or {}, hami_defaults)
+        cdi = _cdi_enabled(operators[tenant].inputs.get("values") or {}, operator_defaults)
+        assert (strategy, cdi) == ("envvar", False), tenant
+
+
+# ------------------------------------------------------------------------ rendered charts
+
+
+def _archive(chart: HelmChart) -> bytes:
+    path = CHART_CACHE / f"{chart.chart}-{chart.version}.tgz"
+    if not path.is_file():
+        pytest.skip(f"chart archive {path} is absent: run `make fetch-upstream`")
+    return path.read_bytes()
+
+
+def _rendered(chart: HelmChart, values: dict[str, Any], name: str, namespace: str) -> Iterator[Any]:
+    helm_python = pytest.importorskip("helm_python")
+    loaded = helm_python.Chart.load_archive(_archive(chart))
+    manifests = loaded.render(values, name=name, namespace=namespace, is_install=True)
+    for text in manifests.values():
+        for document in yaml.safe_load_all(text):
+            if isinstance(document, dict):
+                yield document
+
+
+def test_the_rendered_cluster_policy_has_cdi_off(prod: Recording) -> None:
+    for release in _releases(prod, "gpu-operator"):
+        policies = [
+            d
+            for d in _rendered(
+                PINNED.gpu_operator,
+                release.inputs.get("values") or {},
+                release.inputs["name"],
+                release.inputs["namespace"],
+            )
+            if d.get("kind") == "ClusterPolicy"
+        ]
+        assert len(policies) == 1, release.name
+        assert policies[0]["spec"]["cdi"]["enabled"] is False, release.name
+
+
+def test_the_rendered_hami_device_plugin_lists_devices_by_envvar(prod: Recording) -> None:
+    for release in _releases(prod, "hami"):
+        strategies = []
+        for document in _rendered(
+            PINNED.hami,
+            release.inputs.get("values") or {},
+            release.inputs["name"],
+            release.inputs["namespace"],
+        ):
+            if document.get("kind") != "DaemonSet":
+                continue
+            for container in document["spec"]["template"]["spec"].get("containers", []):
+                for env in container.get("env") or []:
+                    if env.get("name") == "DEVICE_LIST_STRATEGY":
+                        strategies.append(env.get("value"))
+        assert strategies == ["envvar"], release.name
