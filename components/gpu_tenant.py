@@ -12,10 +12,12 @@ Layer by layer, for one tenant:
    explicitly, run Konnectivity, CoreDNS and kube-proxy, and are awaited through the
    ``pulumi.com/waitFor`` annotation (pulumi-kubernetes >= 4.18) — everything that creates one
    depends on ``management.ready``.
-3. **Kubeconfig**: read from the Secret Kamaji (lab) or the provider (prod) writes once the
-   control plane is ready, kept as a secret output, and turned into the tenant's own
-   ``kubernetes.Provider``. Its server is the control plane's LoadBalancer address (in the lab
-   a MetalLB address on the ``kind`` network, reachable from a Linux host only).
+3. **Kubeconfig**: read from the Secret Kamaji writes for the TenantControlPlane (in prod the
+   one the KamajiControlPlane creates) once the control plane is ready: ``admin.conf`` is kept as
+   a secret output for people, ``super-admin.conf`` becomes the tenant's own
+   ``kubernetes.Provider`` (admin.conf's RBAC may not exist yet when Kamaji reports Ready).
+   Its server is the control plane's LoadBalancer address (in the lab a MetalLB address on the
+   ``kind`` network, reachable from a Linux host only).
 4. **Inside the tenant** (tenant provider only): Calico through the tigera-operator chart, in
    prod the NVIDIA GPU Operator, then HAMi (webhook excluding the system, CNI, HAMi and GPU
    Operator namespaces; mock device plugin in the lab, the real one in prod), GPU
@@ -44,11 +46,9 @@ from components.management_cluster import ManagementCluster
 from components.tenant_specs import (
     ADMIN_KUBECONFIG_KEY,
     API_SERVER_PORT,
-    CAPI_KUBECONFIG_KEY,
     SUPER_ADMIN_KUBECONFIG_KEY,
     admin_kubeconfig_secret,
     capi_cluster,
-    capi_kubeconfig_secret,
     data_store_name,
     datastore_secret_data,
     decode_kubeconfig,
@@ -323,11 +323,20 @@ class GpuTenant(pulumi.ComponentResource):
             capi_cluster(tenant, namespace=tenant.name, infrastructure_provider=provider),
             self._on_management(depends_on=[namespace, infra, *self._management.ready]),
         )
+        # The provider copies admin.conf into <cluster>-kubeconfig (provider v0.20.0
+        # controllers/kamajicontrolplane_controller_resources.go:132-172), whose group is bound to
+        # cluster-admin only once Kamaji's in-tenant soot manager ran PhaseClusterAdminRBAC, after
+        # the control plane reports Ready (Kamaji 26.8.2-edge controllers/soot/manager.go:212-216,
+        # internal/resources/kubeadm_phases.go:176-214; clastix/kamaji#1167, unfixed). So, as in
+        # the lab, the tenant provider uses super-admin.conf from the TenantControlPlane's own
+        # Secret (the TCP is named and namespaced like the KamajiControlPlane,
+        # kamajicontrolplane_controller_tcp.go:32-34); people get its admin.conf.
         secret = self._read_kubeconfig(
-            f"{self._name}-capi-kubeconfig",
+            f"{self._name}-admin-kubeconfig",
             [kcp, cluster],
-            capi_kubeconfig_secret(tenant.name),
-            CAPI_KUBECONFIG_KEY,
+            admin_kubeconfig_secret(tenant.name),
+            ADMIN_KUBECONFIG_KEY,
+            provider_key=SUPER_ADMIN_KUBECONFIG_KEY,
         )
         return kcp, cluster, secret
 

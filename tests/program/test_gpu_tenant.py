@@ -205,15 +205,18 @@ def test_tenants_never_depend_on_each_other(recording: Recording) -> None:
 
 
 def test_kubeconfig_is_read_after_the_control_plane_and_kept_secret(updated: Recording) -> None:
-    read_name = "admin-kubeconfig" if updated.stack == "lab" else "capi-kubeconfig"
     for name in _tenants(updated):
-        read = _named(updated, f"{name}-{read_name}")
+        read = _named(updated, f"{name}-admin-kubeconfig")
         assert read.read
         assert read.type == SECRET
         assert read.provider_urn == _provider(updated, "management-provider").urn
         assert _registered_after(updated, read, _named(updated, f"{name}-control-plane"))
-        expected = f"{name}-admin-kubeconfig" if updated.stack == "lab" else f"{name}-kubeconfig"
-        assert read.outputs["metadata"]["name"] == expected
+        if updated.stack == "prod":
+            assert _registered_after(updated, read, _named(updated, f"{name}-cluster"))
+        # Kamaji's Secret of the TenantControlPlane (in prod: the one the KamajiControlPlane
+        # creates under its own name), in the tenant's namespace.
+        assert read.outputs["metadata"]["name"] == f"{name}-admin-kubeconfig"
+        assert read.outputs["metadata"]["namespace"] == name
         provider = _provider(updated, f"{name}-provider")
         assert read.urn in provider.dependencies
         assert provider.input_is_secret("kubeconfig")
@@ -370,7 +373,7 @@ def test_prod_cluster_is_not_held_back_by_its_control_plane(evaluated: Evaluated
         assert kcp.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == (
             "jsonpath={.status.ready}=true"
         )
-        read = _named(prod, f"{name}-capi-kubeconfig")
+        read = _named(prod, f"{name}-admin-kubeconfig")
         assert _registered_after(prod, read, kcp)
         assert _registered_after(prod, read, cluster)
         ref = cluster.inputs["spec"]["infrastructureRef"]
@@ -430,17 +433,20 @@ def test_prod_metal3_endpoint_follows_the_configured_address() -> None:
     assert recording.outputs["tenants"]["team-vision"]["endpoint"] == "https://10.0.0.40:6443"
 
 
-def test_lab_tenant_provider_uses_super_admin_and_people_get_admin(lab: Recording) -> None:
+def test_tenant_provider_uses_super_admin_and_people_get_admin(updated: Recording) -> None:
     """Kamaji reports Ready before admin.conf's group is bound to cluster-admin inside the
-    tenant; the program's own provider uses super-admin.conf (system:masters) so its first calls
-    cannot be refused, while the exported kubeconfig stays the ordinary admin one."""
+    tenant (clastix/kamaji#1167), in the lab and behind the Cluster API provider alike; the
+    program's own provider uses super-admin.conf (system:masters) so its first calls cannot be
+    refused, while the exported kubeconfig stays the ordinary admin one."""
     from tests.support.fakes_tenant import placeholder_kubeconfig
 
-    for tenant in ("tenant-a", "tenant-b"):
-        provider = lab.named(f"{tenant}-provider")
+    tenants = [t["name"] for t in _config_tenants(updated.stack)]
+    assert tenants
+    for tenant in tenants:
+        provider = updated.named(f"{tenant}-provider")
         assert provider.input_is_secret("kubeconfig")
         assert provider.inputs["kubeconfig"] == placeholder_kubeconfig(tenant, "super-admin")
-        assert lab.outputs["tenantKubeconfigs"][tenant] == placeholder_kubeconfig(tenant)
+        assert updated.outputs["tenantKubeconfigs"][tenant] == placeholder_kubeconfig(tenant)
 
 
 @pytest.mark.parametrize("stack", ["lab", "prod"])

@@ -2,8 +2,9 @@
 cluster.
 
 Update mode answers the read like a live cluster would: base64 ``data`` holding a placeholder
-kubeconfig whose server names the tenant (Kamaji's ``<tcp>-admin-kubeconfig`` key ``admin.conf``
-in the lab, the Cluster API ``<cluster>-kubeconfig`` key ``value`` in prod). Preview answers
+kubeconfig whose server names the tenant (Kamaji's ``<tcp>-admin-kubeconfig`` with ``admin.conf``
+and ``super-admin.conf``, which both stacks read; a read of the Cluster API
+``<cluster>-kubeconfig`` key ``value`` is answered too). Preview answers
 nothing, so the kubeconfig stays unknown as in ``pulumi preview`` before the control plane
 exists.
 """
