@@ -156,6 +156,7 @@ class CapiProvider:
     crds: tuple[str, ...]
     fetch_url: str | None = None
     manager: Values | None = None
+    deployment: Values | None = None
 
     @property
     def resource(self) -> str:
@@ -168,20 +169,56 @@ class CapiProvider:
             spec["fetchConfig"] = {"url": self.fetch_url}
         if self.manager is not None:
             spec["manager"] = self.manager
+        if self.deployment is not None:
+            spec["deployment"] = self.deployment
         return _object(CAPI_OPERATOR_API, self.kind, self.name, self.namespace, spec)
+
+
+# The Kamaji control-plane provider's Deployment has one container, named ``controller`` (not
+# ``manager``), started with ``--dynamic-infrastructure-clusters=${CACPPK_INFRASTRUCTURE_...}``
+# and limited to 128Mi of memory (v0.20.0 config/control-plane-components.yaml:15426-15455),
+# while it ``Owns(&corev1.Secret{})`` and so caches every Secret of the management cluster
+# (controllers/kamajicontrolplane_controller.go:406-413): on a real management cluster it is
+# OOM-killed in a loop and no KamajiControlPlane is reconciled (cozystack/cozystack#2708, whose
+# first override missed because it named the container ``manager``).
+KAMAJI_PROVIDER_CONTAINER = "controller"
+KAMAJI_PROVIDER_UPSTREAM_MEMORY_LIMIT = "128Mi"
+# cluster-api-operator replaces a container's resources whole (v0.28.0
+# internal/controller/component_customizer.go:308-340 customizeContainer), so requests and limits
+# are both given; CPU as upstream.
+KAMAJI_PROVIDER_RESOURCES: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType(
+    {
+        "requests": MappingProxyType({"cpu": "10m", "memory": "256Mi"}),
+        "limits": MappingProxyType({"cpu": "500m", "memory": "1Gi"}),
+    }
+)
 
 
 # The Kamaji control-plane provider patches only the infrastructure clusters it knows (Metal3 is
 # one); others (CAPD's DockerCluster) need its DynamicInfrastructureClusterPatch feature gate and
 # their kind listed in --dynamic-infrastructure-clusters, or it refuses the Cluster.
 def _kamaji_provider_manager(infrastructure: str) -> Values | None:
-    """The Kamaji control-plane provider's manager settings for ``infrastructure``, if any."""
+    """The Kamaji control-plane provider's manager settings for ``infrastructure``, if any.
+    Feature gates merge with the manifest's own ``--feature-gates`` (component_customizer.go
+    ``parseFeatureGates``)."""
     if infrastructure == "docker":
-        return {
-            "featureGates": {"DynamicInfrastructureClusterPatch": True},
-            "additionalArgs": {"--dynamic-infrastructure-clusters": "DockerCluster"},
-        }
+        return {"featureGates": {"DynamicInfrastructureClusterPatch": True}}
     return None
+
+
+def _kamaji_provider_deployment(infrastructure: str) -> Values:
+    """The Kamaji control-plane provider's container: memory for its Secret cache and, for CAPD,
+    the DockerCluster kind. The flag is already in the manifest, so it goes through the
+    container's ``args`` (``setArgs`` replaces an existing flag); ``manager.additionalArgs``
+    refuses a flag the manifest has ("arg ... already exists", component_customizer.go:293-302)
+    and the provider would never install."""
+    container: Values = {
+        "name": KAMAJI_PROVIDER_CONTAINER,
+        "resources": {key: dict(value) for key, value in KAMAJI_PROVIDER_RESOURCES.items()},
+    }
+    if infrastructure == "docker":
+        container["args"] = {"--dynamic-infrastructure-clusters": "DockerCluster"}
+    return {"containers": [container]}
 
 
 # Per infrastructure provider: namespace (clusterctl's default) and the CRDs a worker pool uses.
@@ -236,6 +273,7 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
             versions.control_plane_kamaji,
             ("kamajicontrolplanes.controlplane.cluster.x-k8s.io",),
             manager=_kamaji_provider_manager(versions.infrastructure.name),
+            deployment=_kamaji_provider_deployment(versions.infrastructure.name),
         ),
         CapiProvider(
             "InfrastructureProvider",

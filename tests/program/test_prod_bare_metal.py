@@ -33,3 +33,26 @@ def test_no_kubelet_argument_reads_metadata_a_host_does_not_have(prod: Recording
             "kubeletExtraArgs"
         ]
         assert "provider-id" not in {a["name"] for a in args}, template.name
+
+
+# ------------------------------------------------------------- Kamaji control-plane provider
+
+CONTROL_PLANE_PROVIDER = "kubernetes:operator.cluster.x-k8s.io/v1alpha2:ControlPlaneProvider"
+
+
+def _mebibytes(quantity: str) -> float:
+    factors = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024}
+    for suffix, factor in factors.items():
+        if quantity.endswith(suffix):
+            return float(quantity[: -len(suffix)]) * factor
+    return float(quantity) / 2**20
+
+
+def test_the_kamaji_capi_provider_has_memory_beyond_its_128mi_default(prod: Recording) -> None:
+    """v0.20.0 limits its container (named ``controller``) to 128Mi while it caches every Secret
+    of the management cluster; the operator applies an override only to a container of that
+    name."""
+    (provider,) = prod.of_type(CONTROL_PLANE_PROVIDER)
+    containers = provider.inputs["spec"]["deployment"]["containers"]
+    (controller,) = [c for c in containers if c["name"] == "controller"]
+    assert _mebibytes(controller["resources"]["limits"]["memory"]) > 128

@@ -163,10 +163,59 @@ def test_kamaji_provider_patches_docker_clusters_only_when_told_to() -> None:
     )[2].manifest()
     assert docker["spec"]["manager"] == {
         "featureGates": {"DynamicInfrastructureClusterPatch": True},
-        "additionalArgs": {"--dynamic-infrastructure-clusters": "DockerCluster"},
     }
+    (container,) = docker["spec"]["deployment"]["containers"]
+    assert container["args"] == {"--dynamic-infrastructure-clusters": "DockerCluster"}
     metal3 = capi_providers(ClusterApiVersions())[2].manifest()
     assert "manager" not in metal3["spec"]
+    assert "args" not in metal3["spec"]["deployment"]["containers"][0]
+
+
+# Flags the Kamaji provider v0.20.0 manifest already passes its container
+# (config/control-plane-components.yaml:15427-15429); cluster-api-operator v0.28.0 refuses a
+# manager.additionalArgs key that is already there ("arg ... already exists",
+# internal/controller/component_customizer.go:293-302), so the provider never installs.
+KAMAJI_PROVIDER_MANIFEST_FLAGS = (
+    "--leader-elect",
+    "--feature-gates",
+    "--dynamic-infrastructure-clusters",
+)
+
+
+@pytest.mark.parametrize("infrastructure", ["metal3", "docker"])
+def test_kamaji_provider_adds_no_flag_its_manifest_already_has(infrastructure: str) -> None:
+    versions = ClusterApiVersions(
+        infrastructure=InfrastructureProvider(name=infrastructure, version="v1.13.2")
+    )
+    manager = capi_providers(versions)[2].manifest()["spec"].get("manager") or {}
+    assert set(manager.get("additionalArgs") or {}) & set(KAMAJI_PROVIDER_MANIFEST_FLAGS) == set()
+
+
+def _bytes(quantity: str) -> int:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for suffix, factor in units.items():
+        if quantity.endswith(suffix):
+            return int(quantity[: -len(suffix)]) * factor
+    return int(quantity)
+
+
+@pytest.mark.parametrize("infrastructure", ["metal3", "docker"])
+def test_kamaji_provider_controller_gets_memory_for_its_secret_cache(infrastructure: str) -> None:
+    """Upstream runs the container named ``controller`` with a 128Mi limit while it caches every
+    Secret of the cluster; the override must name that container or the operator ignores it."""
+    versions = ClusterApiVersions(
+        infrastructure=InfrastructureProvider(name=infrastructure, version="v1.13.2")
+    )
+    spec = capi_providers(versions)[2].manifest()["spec"]
+    (container,) = spec["deployment"]["containers"]
+    assert container["name"] == "controller"
+    limits, requests = container["resources"]["limits"], container["resources"]["requests"]
+    assert _bytes(limits["memory"]) > _bytes("128Mi")
+    assert _bytes(requests["memory"]) <= _bytes(limits["memory"])
+    # The other providers keep their upstream deployments.
+    for other in capi_providers(versions):
+        if other.kind != "ControlPlaneProvider":
+            assert "deployment" not in other.manifest()["spec"], other.name
 
 
 def test_provider_manifest() -> None:
