@@ -367,14 +367,81 @@ def kamaji_gate_env(kubernetes_version: str, with_etcd: bool) -> dict[str, str]:
     return env
 
 
+# Infrastructure cluster kinds by provider, and what their webhooks accept: CAPM3's Metal3Cluster
+# webhook requires spec.controlPlaneEndpoint.host (CAPM3 v1.13.2
+# internal/webhooks/v1beta2/metal3cluster_webhook.go, validate). The address is TEST-NET-1 (RFC
+# 5737): the object is never persisted.
+_PROBE_INFRASTRUCTURE: MappingProxyType[str, tuple[str, Values]] = MappingProxyType(
+    {
+        "metal3": ("Metal3Cluster", {"controlPlaneEndpoint": {"host": "192.0.2.1", "port": 6443}}),
+        "docker": ("DockerCluster", {}),
+    }
+)
+
+
+def readiness_probe_capi(infrastructure: str) -> Values:
+    """What the Cluster API gate submits with a server-side dry run (nothing is persisted): a
+    ``List`` of a Cluster (core webhooks), a KubeadmConfigTemplate (bootstrap webhooks) and the
+    infrastructure cluster (CAPM3's or CAPD's webhooks), the kinds tenants and pools create.
+    Provider Ready only means the Deployment is available; cert-manager's CA injection can lag
+    behind, and pulumi-kubernetes retries a create only on NotFound/NoMatch (v4.32.0
+    provider/pkg/await/await.go:274), so the first tenant object would fail on a webhook."""
+    infra_kind, infra_spec = _PROBE_INFRASTRUCTURE[infrastructure]
+    infra_group = "infrastructure.cluster.x-k8s.io"
+    items = [
+        _object(
+            "cluster.x-k8s.io/v1beta2",
+            "Cluster",
+            PROBE_NAME,
+            PROBE_NAMESPACE,
+            {
+                "controlPlaneRef": {
+                    "apiGroup": "controlplane.cluster.x-k8s.io",
+                    "kind": "KamajiControlPlane",
+                    "name": PROBE_NAME,
+                },
+                "infrastructureRef": {
+                    "apiGroup": infra_group,
+                    "kind": infra_kind,
+                    "name": PROBE_NAME,
+                },
+            },
+        ),
+        _object(
+            "bootstrap.cluster.x-k8s.io/v1beta2",
+            "KubeadmConfigTemplate",
+            PROBE_NAME,
+            PROBE_NAMESPACE,
+            {
+                "template": {
+                    "spec": {
+                        "joinConfiguration": {
+                            "nodeRegistration": {
+                                "kubeletExtraArgs": [{"name": "node-labels", "value": "gpu=on"}]
+                            }
+                        }
+                    }
+                }
+            },
+        ),
+        _object(
+            f"{infra_group}/v1beta2", infra_kind, PROBE_NAME, PROBE_NAMESPACE, dict(infra_spec)
+        ),
+    ]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
 def capi_gate_env(providers: Sequence[CapiProvider]) -> dict[str, str]:
     """Cluster API serving: every provider object Ready (the operator installed it and its
-    deployment is available) and the CRDs tenants and worker pools create (Cluster,
+    deployment is available), the CRDs tenants and worker pools create (Cluster,
     MachineDeployment, KamajiControlPlane, KubeadmConfigTemplate, machine templates)
-    established."""
+    established, and the core, bootstrap and infrastructure webhooks answering a server-side dry
+    run (``readiness_probe_capi``), as the Kamaji gate proves Kamaji's."""
+    infrastructure = next(p.name for p in providers if p.kind == "InfrastructureProvider")
     env = gate_env(
         crds=[crd for provider in providers for crd in provider.crds],
         conditions=[f"{p.namespace}/{p.resource}/{p.name}/condition=Ready" for p in providers],
+        dry_run_manifest=readiness_probe_capi(infrastructure),
         timeout_seconds=1200,
     )
     # Re-run the gate when a provider version changes.

@@ -11,8 +11,10 @@
 #   WAIT_CRDS              CRD names that must exist and be Established
 #   WAIT_ROLLOUTS          <namespace>/<kind>/<name> that must finish rolling out
 #   WAIT_CONDITIONS        <namespace or ->/<resource>/<name>/<kubectl wait --for value>
-#   DRY_RUN_MANIFEST       JSON object a server-side dry run must get through admission with
-#                          (accepted, or denied by a webhook: either way the webhooks answer)
+#   DRY_RUN_MANIFEST       JSON object (or v1 List of objects) a server-side dry run must get
+#                          through admission with (accepted, or denied by a webhook: either way
+#                          the webhooks answer; a webhook that cannot be called fails it even
+#                          when another object of the List was denied)
 # Lists are space-separated. Objects that do not exist yet are waited for too.
 set -euo pipefail
 
@@ -83,7 +85,7 @@ dry_run() {
     echo "$output"
     return 0
   fi
-  if grep -q "denied the request" <<<"$output"; then
+  if grep -q "denied the request" <<<"$output" && ! grep -q "failed calling webhook" <<<"$output"; then
     echo "wait-ready: the webhook answered (and denied the probe): $output"
     return 0
   fi

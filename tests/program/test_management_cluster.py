@@ -641,6 +641,9 @@ if [[ "$1" == "apply" ]]; then
   case "${FAKE_DRY_RUN:-ok}" in
     ok) echo "created (server dry run)" ;;
     denied) echo 'admission webhook "vtcp.kb.io" denied the request: no DataStore' >&2; exit 1 ;;
+    mixed) echo 'admission webhook "validation.cluster.x-k8s.io" denied the request: no' >&2
+           echo 'Internal error occurred: failed calling webhook "y": x509: unknown authority' >&2
+           exit 1 ;;
     *) echo 'Internal error occurred: failed calling webhook "x": connection refused' >&2
        exit 1 ;;
   esac
@@ -805,3 +808,15 @@ def test_wait_ready_accepts_a_webhook_denial_but_not_an_unreachable_webhook(
     assert unreachable.returncode == 1
     assert "timed out" in unreachable.stderr
     assert "failed calling webhook" in unreachable.stderr
+
+
+def test_wait_ready_does_not_let_one_denial_hide_an_unreachable_webhook(
+    fake_clis: dict[str, Any],
+) -> None:
+    """The Cluster API probe is a List: one webhook denying its object must not pass the gate
+    while another webhook (CA not injected yet) cannot be called."""
+    mixed = _run(
+        "wait-ready.sh", fake_clis, _gate_env(FAKE_DRY_RUN="mixed", WAIT_TIMEOUT_SECONDS="0")
+    )
+    assert mixed.returncode == 1
+    assert "x509" in mixed.stderr

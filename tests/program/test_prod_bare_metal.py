@@ -56,3 +56,17 @@ def test_the_kamaji_capi_provider_has_memory_beyond_its_128mi_default(prod: Reco
     containers = provider.inputs["spec"]["deployment"]["containers"]
     (controller,) = [c for c in containers if c["name"] == "controller"]
     assert _mebibytes(controller["resources"]["limits"]["memory"]) > 128
+
+
+# ---------------------------------------------------------------------- Cluster API gate
+
+
+def test_the_capi_gate_proves_the_capi_and_capm3_webhooks_answer(prod: Recording) -> None:
+    gate = prod.named("management-capi-ready")
+    probe = json.loads(gate.inputs["environment"]["DRY_RUN_MANIFEST"])
+    kinds = {(item["apiVersion"].split("/")[0], item["kind"]) for item in probe["items"]}
+    assert ("cluster.x-k8s.io", "Cluster") in kinds
+    assert ("infrastructure.cluster.x-k8s.io", "Metal3Cluster") in kinds
+    # Tenants' Cluster API objects wait for this gate.
+    for cluster in prod.of_type("kubernetes:cluster.x-k8s.io/v1beta2:Cluster"):
+        assert gate.urn in prod.dependency_closure(cluster), cluster.name

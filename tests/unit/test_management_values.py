@@ -25,6 +25,7 @@ from components.management_values import (
     management_versions,
     metallb_gate_env,
     metallb_values,
+    readiness_probe_capi,
     readiness_probe_tcp,
 )
 from components.versions import PINNED
@@ -324,6 +325,33 @@ def test_capi_gate_waits_for_every_provider_and_the_tenant_crds() -> None:
         "machinedeployments.cluster.x-k8s.io",
     ):
         assert crd in crds
+
+
+@pytest.mark.parametrize(
+    ("infrastructure", "kind"), [("metal3", "Metal3Cluster"), ("docker", "DockerCluster")]
+)
+def test_capi_gate_dry_runs_what_tenants_and_pools_create_through_every_webhook(
+    infrastructure: str, kind: str, upstream_dir: Path
+) -> None:
+    """Provider Ready proves the Deployments run, not that their webhooks answer (cert-manager's
+    CA injection lags); the gate also submits a Cluster, a KubeadmConfigTemplate and the
+    infrastructure cluster, each valid for its pinned CRD so that only a webhook can refuse it."""
+    versions = ClusterApiVersions(
+        infrastructure=InfrastructureProvider(name=infrastructure, version="v1.13.2")
+    )
+    env = capi_gate_env(capi_providers(versions))
+    probe = json.loads(env["DRY_RUN_MANIFEST"])
+    assert (probe["apiVersion"], probe["kind"]) == ("v1", "List")
+    assert probe == readiness_probe_capi(infrastructure)
+    kinds = [item["kind"] for item in probe["items"]]
+    assert kinds == ["Cluster", "KubeadmConfigTemplate", kind]
+    crds = set(env["WAIT_CRDS"].split())
+    for item in probe["items"]:
+        assert crd_violations(upstream_dir, item) == [], item["kind"]
+        plural = f"{item['kind'].lower()}s.{item['apiVersion'].split('/')[0]}"
+        assert plural in crds, plural  # the gate waits for the CRD before the dry run
+    cluster = probe["items"][0]["spec"]
+    assert cluster["infrastructureRef"]["kind"] == kind
 
 
 def test_gate_tokens_must_not_contain_whitespace() -> None:
