@@ -154,6 +154,41 @@ class MachineHealthCheckSpec(_Model):
     )
 
 
+_ROLLOUT_AMOUNT = re.compile(r"^(100|[1-9]?\d)%$")
+
+
+class RollingUpdate(_Model):
+    """How a pool replaces its machines when its templates change (Cluster API RollingUpdate)."""
+
+    max_surge: int | str = Field(
+        description="machines above replicas during a rollout (a number or a %); each needs a "
+        "free host"
+    )
+    max_unavailable: int | str = Field(
+        description="machines below replicas during a rollout (a number or a %)"
+    )
+
+    @field_validator("max_surge", "max_unavailable")
+    @classmethod
+    def _amount(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value >= 0:
+            return value
+        if isinstance(value, str) and _ROLLOUT_AMOUNT.match(value):
+            return value
+        raise ValueError(f"{value!r} is not a whole number >= 0 or a percentage like 25%")
+
+    @model_validator(mode="after")
+    def _not_both_zero(self) -> RollingUpdate:
+        # Cluster API v1.13.5 internal/webhooks/machinedeployment.go:270-276 refuses both 0.
+        zero = {0, "0%"}
+        if self.max_surge in zero and self.max_unavailable in zero:
+            raise ValueError(
+                "maxSurge and maxUnavailable cannot both be 0: the rollout could never replace "
+                "a machine (on bare metal without spare hosts use maxSurge: 0, maxUnavailable: 1)"
+            )
+        return self
+
+
 class MachineSpec(_Model):
     """Prod only: how Cluster API builds the pool's machines (pluggable infrastructure)."""
 
@@ -166,6 +201,11 @@ class MachineSpec(_Model):
     )
     health_check: MachineHealthCheckSpec = Field(
         default=MachineHealthCheckSpec(), description="remediation of unhealthy machines"
+    )
+    rollout: RollingUpdate | None = Field(
+        default=None,
+        description="rolling update of the pool's machines; default for metal3: maxSurge 0, "
+        "maxUnavailable 1 (no spare host needed); docker: Cluster API's 1 and 0",
     )
 
 

@@ -49,6 +49,7 @@ from components.worker_specs import (
     kubeadm_config_template,
     machine_deployment,
     machine_health_check,
+    rollout_strategy,
     var_volume_name,
     worker_container_spec,
     worker_node_names,
@@ -361,6 +362,10 @@ def _capi_objects(
             version,
             bootstrap,
             infrastructure,
+            rollout_strategy(
+                machine.provider,
+                machine.rollout.model_dump(by_alias=True) if machine.rollout else None,
+            ),
         ),
         "healthCheck": machine_health_check(
             f"{name}-health",

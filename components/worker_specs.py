@@ -195,6 +195,28 @@ def infrastructure_machine_template(
     }
 
 
+# Cluster API defaults a RollingUpdate to maxSurge 1, maxUnavailable 0 (v1.13.5
+# internal/webhooks/machinedeployment.go:108-116): a rollout first creates one machine more than
+# ``replicas``. A bare-metal pool usually has exactly as many GPU hosts as replicas, so that
+# machine waits forever for a free BareMetalHost and the rollout never ends — and templates are
+# named by their content, so any change to the image, labels or version starts one. Metal3 pools
+# therefore replace one machine at a time in place of surging.
+METAL3_ROLLOUT = MappingProxyType({"maxSurge": 0, "maxUnavailable": 1})
+
+
+def rollout_strategy(
+    provider: str, rolling_update: Mapping[str, int | str] | None = None
+) -> dict[str, Any] | None:
+    """``spec.rollout`` of a pool's MachineDeployment: the configured rolling update, else the
+    metal3 default (no surge), else None (Cluster API's defaults, fine where machines are free)."""
+    chosen = rolling_update
+    if chosen is None and provider == "metal3":
+        chosen = METAL3_ROLLOUT
+    if chosen is None:
+        return None
+    return {"strategy": {"type": "RollingUpdate", "rollingUpdate": dict(chosen)}}
+
+
 def machine_deployment(
     name: str,
     namespace: str,
@@ -205,11 +227,13 @@ def machine_deployment(
     version: str,
     bootstrap_template: Mapping[str, Any],
     infrastructure_template: Mapping[str, Any],
+    rollout: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """MachineDeployment (v1beta2): ``replicas`` machines of the tenant version, built from the
-    two templates (referenced by apiGroup/kind/name, the v1beta2 contract)."""
+    two templates (referenced by apiGroup/kind/name, the v1beta2 contract), rolled out as
+    ``rollout`` says (``rollout_strategy``; None keeps Cluster API's defaults)."""
     selector = machine_selector(cluster_name, pool)
-    return {
+    deployment: dict[str, Any] = {
         "apiVersion": CLUSTER_API,
         "kind": "MachineDeployment",
         "metadata": {
@@ -242,6 +266,9 @@ def machine_deployment(
             },
         },
     }
+    if rollout is not None:
+        deployment["spec"]["rollout"] = dict(rollout)
+    return deployment
 
 
 # How long a machine may go without a Node before its health check remediates it. Cluster API's

@@ -70,3 +70,19 @@ def test_the_capi_gate_proves_the_capi_and_capm3_webhooks_answer(prod: Recording
     # Tenants' Cluster API objects wait for this gate.
     for cluster in prod.of_type("kubernetes:cluster.x-k8s.io/v1beta2:Cluster"):
         assert gate.urn in prod.dependency_closure(cluster), cluster.name
+
+
+# ------------------------------------------------------------------------------ rollouts
+
+MACHINE_DEPLOYMENT = "kubernetes:cluster.x-k8s.io/v1beta2:MachineDeployment"
+
+
+def test_metal3_pools_do_not_surge_onto_hosts_that_do_not_exist(prod: Recording) -> None:
+    """Without a strategy Cluster API surges one machine (maxSurge 1, maxUnavailable 0); with
+    exactly ``replicas`` GPU hosts it waits forever for a free BareMetalHost."""
+    deployments = prod.of_type(MACHINE_DEPLOYMENT)
+    assert deployments
+    for deployment in deployments:
+        update = deployment.inputs["spec"]["rollout"]["strategy"]["rollingUpdate"]
+        assert update["maxSurge"] in (0, "0%"), deployment.name
+        assert update["maxUnavailable"] not in (0, "0%"), deployment.name

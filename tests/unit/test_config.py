@@ -364,3 +364,40 @@ def test_health_check_default_remediates_small_pools() -> None:
     machine = platform.tenants[0].worker_pools[0].machine
     assert machine is not None
     assert machine.health_check.max_unhealthy == "1"
+
+
+# ------------------------------------------------------------------------ prod: rollouts
+
+
+def _prod_with_rollout(rollout: Any) -> dict[str, Any]:
+    raw = stack_platform("prod")
+    raw["tenants"][0]["workerPools"][0]["machine"]["rollout"] = rollout
+    return raw
+
+
+@pytest.mark.parametrize(
+    "rollout", [{"maxSurge": 0, "maxUnavailable": 1}, {"maxSurge": "10%", "maxUnavailable": 0}]
+)
+def test_a_pool_rollout_may_be_configured(rollout: dict[str, Any]) -> None:
+    platform = parse_platform(_prod_with_rollout(rollout))
+    machine = platform.tenants[0].worker_pools[0].machine
+    assert machine is not None
+    assert machine.rollout is not None
+    assert machine.rollout.model_dump(by_alias=True) == rollout
+
+
+def test_a_rollout_that_can_never_replace_a_machine_is_refused() -> None:
+    expect_error(
+        _prod_with_rollout({"maxSurge": 0, "maxUnavailable": "0%"}),
+        "tenants[0].workerPools[0].machine.rollout",
+        "cannot both be 0",
+    )
+
+
+@pytest.mark.parametrize("amount", [-1, "150%", "one", "5"])
+def test_a_rollout_amount_is_a_number_or_a_percentage(amount: Any) -> None:
+    expect_error(
+        _prod_with_rollout({"maxSurge": amount, "maxUnavailable": 1}),
+        "tenants[0].workerPools[0].machine.rollout.maxSurge",
+        "percentage",
+    )

@@ -17,6 +17,7 @@ from components.worker_specs import (
     machine_deployment,
     machine_health_check,
     parse_duration_seconds,
+    rollout_strategy,
     var_volume_name,
     worker_container_spec,
     worker_node_name,
@@ -107,7 +108,16 @@ def _objects(provider: str = "metal3", template: dict[str, Any] | None = None) -
         provider, "team-a100", "team", "team", "a100", METAL3_SPEC if template is None else template
     )
     deployment = machine_deployment(
-        "team-a100", "team", "team", "a100", "team", 2, "v1.35.0", bootstrap, infrastructure
+        "team-a100",
+        "team",
+        "team",
+        "a100",
+        "team",
+        2,
+        "v1.35.0",
+        bootstrap,
+        infrastructure,
+        rollout_strategy(provider),
     )
     health = machine_health_check("team-a100-health", "team", "team", "a100", "team", "300s", "40%")
     return {
@@ -239,3 +249,25 @@ def test_the_crd_check_would_catch_the_v1beta1_kubelet_args_map(upstream_dir: Pa
     health = copy.deepcopy(_objects()["health"])
     health["spec"]["maxUnhealthy"] = "40%"  # the v1beta1 field
     assert crd_violations(upstream_dir, health) != []
+
+
+# ------------------------------------------------------------------------------- rollouts
+
+
+def test_metal3_pools_replace_machines_without_surging_onto_hosts_that_do_not_exist() -> None:
+    """Cluster API defaults to maxSurge 1 / maxUnavailable 0: on bare metal with no spare GPU
+    host the surge machine never gets one and the rollout never finishes."""
+    rollout = _objects("metal3")["deployment"]["spec"]["rollout"]
+    assert rollout == {
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    }
+    assert "rollout" not in _objects("docker", {"customImage": "x"})["deployment"]["spec"]
+
+
+def test_a_configured_rollout_wins_over_the_provider_default() -> None:
+    configured = {"maxSurge": "25%", "maxUnavailable": 0}
+    assert rollout_strategy("metal3", configured) == {
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": configured}
+    }
+    assert rollout_strategy("docker", configured) == rollout_strategy("metal3", configured)
+    assert rollout_strategy("docker") is None
