@@ -79,6 +79,7 @@ from components.tenant_values import (
     webhook_excluded_namespaces,
 )
 from components.versions import PINNED, HelmChart
+from components.worker_specs import CAPI_DELETE_TIMEOUT
 
 TYPE_TOKEN = "gpu-platform:index:GpuTenant"
 
@@ -252,8 +253,11 @@ class GpuTenant(pulumi.ComponentResource):
         )
 
     def _control_plane_timeouts(self) -> pulumi.CustomTimeouts:
+        """Create/update wait for the control plane to be ready; in prod a delete waits for the
+        machines and datastore cleanup behind it (``CAPI_DELETE_TIMEOUT``)."""
         timeout = control_plane_timeout(self._platform.mode)
-        return pulumi.CustomTimeouts(create=timeout, update=timeout)
+        delete = CAPI_DELETE_TIMEOUT if self._platform.mode == "prod" else None
+        return pulumi.CustomTimeouts(create=timeout, update=timeout, delete=delete)
 
     def _lab_control_plane(
         self, namespace: k8s.core.v1.Namespace, policies: Sequence[pulumi.Resource]
@@ -321,7 +325,10 @@ class GpuTenant(pulumi.ComponentResource):
         cluster = self._custom_resource(
             f"{self._name}-cluster",
             capi_cluster(tenant, namespace=tenant.name, infrastructure_provider=provider),
-            self._on_management(depends_on=[namespace, infra, *self._management.ready]),
+            self._on_management(
+                depends_on=[namespace, infra, *self._management.ready],
+                custom_timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
+            ),
         )
         # The provider copies admin.conf into <cluster>-kubeconfig (provider v0.20.0
         # controllers/kamajicontrolplane_controller_resources.go:132-172), whose group is bound to

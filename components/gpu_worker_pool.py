@@ -42,6 +42,7 @@ from components.scripts import read_script
 from components.versions import PINNED
 from components.worker_specs import (
     BOOTSTRAP_API,
+    CAPI_DELETE_TIMEOUT,
     CLUSTER_API,
     INFRASTRUCTURE_API,
     INFRASTRUCTURE_KINDS,
@@ -293,7 +294,10 @@ class GpuWorkerPool(pulumi.ComponentResource):
         )
 
         def custom_resource(
-            resource_name: str, key: str, depends_on: list[pulumi.Resource] | None = None
+            resource_name: str,
+            key: str,
+            depends_on: list[pulumi.Resource] | None = None,
+            timeouts: pulumi.CustomTimeouts | None = None,
         ) -> k8s.apiextensions.CustomResource:
             obj = objects.apply(lambda o: o[key])
             template = _capi_static(key, machine.provider)
@@ -306,13 +310,22 @@ class GpuWorkerPool(pulumi.ComponentResource):
                 opts=self._opts(
                     provider=args.management.provider,
                     depends_on=[*args.management.ready, *(depends_on or [])],
+                    custom_timeouts=timeouts,
                 ),
             )
 
         bootstrap = custom_resource(f"{name}-kubeadm-config", "bootstrap")
         infrastructure = custom_resource(f"{name}-machine-template", "infrastructure")
+        # After the control plane, so that on destroy (reverse order) the machines are drained
+        # and deprovisioned while the tenant's API still answers, and only then the control plane
+        # goes. Creating it earlier would gain nothing: CAPM3 picks a host only once the machine's
+        # bootstrap data exists, which needs an initialized control plane (CAPM3 v1.13.2
+        # docs/deployment_workflow.md:50-56,81-82).
         self.machine_deployment = custom_resource(
-            f"{name}-machines", "deployment", depends_on=[bootstrap, infrastructure]
+            f"{name}-machines",
+            "deployment",
+            depends_on=[bootstrap, infrastructure, *args.tenant.control_plane_ready],
+            timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
         )
         if machine.health_check.enabled:
             custom_resource(

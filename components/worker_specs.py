@@ -271,6 +271,14 @@ def machine_deployment(
     return deployment
 
 
+# How long Pulumi waits for a Cluster API object to be gone on delete. pulumi-kubernetes deletes
+# in the foreground and waits 10 minutes by default (v4.32.0 provider/pkg/await/await.go:964-981);
+# a MachineDeployment is gone only once its Machines are, which on Metal3 means deprovisioning
+# each host (cleaning and an IPA boot cycle, well over 10 minutes), and the Cluster and its
+# KamajiControlPlane wait for the same Machines and the datastore cleanup. Applied to the
+# MachineDeployment, the Cluster and the KamajiControlPlane.
+CAPI_DELETE_TIMEOUT = "60m"
+
 # How long a machine may go without a Node before its health check remediates it. Cluster API's
 # default (10 minutes, counted from the Machine's creation until its infrastructure is ready) is
 # shorter than provisioning a bare-metal GPU server (cleaning, writing the image, reboots with

@@ -86,3 +86,41 @@ def test_metal3_pools_do_not_surge_onto_hosts_that_do_not_exist(prod: Recording)
         update = deployment.inputs["spec"]["rollout"]["strategy"]["rollingUpdate"]
         assert update["maxSurge"] in (0, "0%"), deployment.name
         assert update["maxUnavailable"] not in (0, "0%"), deployment.name
+
+
+# ------------------------------------------------------------------------------ teardown
+
+KAMAJI_CONTROL_PLANE = "kubernetes:controlplane.cluster.x-k8s.io/v1alpha2:KamajiControlPlane"
+CLUSTER = "kubernetes:cluster.x-k8s.io/v1beta2:Cluster"
+
+
+def _seconds(duration: str) -> int:
+    match = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", duration)
+    assert duration, duration
+    assert match is not None, duration
+    hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def test_bare_metal_objects_wait_at_least_30_minutes_on_delete(prod: Recording) -> None:
+    """pulumi-kubernetes waits 10 minutes for a delete by default; a MachineDeployment (and the
+    Cluster and control plane above it) is gone only once Metal3 has deprovisioned its hosts."""
+    for type_ in (MACHINE_DEPLOYMENT, CLUSTER, KAMAJI_CONTROL_PLANE):
+        registered = prod.of_type(type_)
+        assert registered, type_
+        for reg in registered:
+            delete = reg.options["custom_timeouts"]["delete"]
+            assert _seconds(delete) >= 30 * 60, (reg.name, delete)
+
+
+def test_the_control_plane_outlives_the_pools_on_destroy(prod: Recording) -> None:
+    """Destroy deletes in reverse dependency order: a MachineDeployment that waits for its
+    tenant's control plane is deleted (its machines drained while the API answers) first."""
+    for deployment in prod.of_type(MACHINE_DEPLOYMENT):
+        tenant = prod.component_of(deployment, ":GpuTenant")
+        assert tenant is not None
+        kcp = prod.named(f"{tenant.name}-control-plane")
+        cluster = prod.named(f"{tenant.name}-cluster")
+        closure = prod.dependency_closure(deployment)
+        assert kcp.urn in closure, deployment.name
+        assert cluster.urn in closure, deployment.name
