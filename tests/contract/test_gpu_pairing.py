@@ -78,7 +78,9 @@ def _rendered(chart: HelmChart, values: dict[str, Any], name: str, namespace: st
     helm_python = pytest.importorskip("helm_python")
     loaded = helm_python.Chart.load_archive(_archive(chart))
     manifests = loaded.render(values, name=name, namespace=namespace, is_install=True)
-    for text in manifests.values():
+    for path, text in manifests.items():
+        if not path.endswith((".yaml", ".yml")):
+            continue  # NOTES.txt
         for document in yaml.safe_load_all(text):
             if isinstance(document, dict):
                 yield document
