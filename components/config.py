@@ -459,6 +459,49 @@ class Workload(_Model):
         return _dns1123(value, "workload name/namespace")
 
 
+# Namespaces of the management cluster that are not a tenant's to take: Kubernetes' own and the
+# ones the platform installs into (components.management_values; a test keeps them equal).
+PLATFORM_NAMESPACES = (
+    "default",
+    *SYSTEM_NAMESPACES,
+    "cert-manager",
+    "kamaji-system",
+    "metallb-system",
+    "capi-operator-system",
+    "capi-system",
+    "capi-kubeadm-bootstrap-system",
+    "capi-kamaji-control-plane-system",
+    "capm3-system",
+    "capd-system",
+)
+
+
+class ManagementNamespace(_Model):
+    """The tenant's namespace in the management cluster: its Cluster API objects, control plane,
+    datastore and — on Metal3 — the BareMetalHosts its machines may take."""
+
+    name: str | None = Field(default=None, description="default: the tenant's name")
+    existing: bool = Field(
+        default=False,
+        description="adopt a namespace that already exists (it holds the tenant's "
+        "BareMetalHosts and BMC Secrets): read it, never create or delete it; required with "
+        "metal3",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        _dns1123(value, "namespace")
+        if value in PLATFORM_NAMESPACES:
+            raise ValueError(
+                f"{value!r} belongs to Kubernetes or the platform; give the tenant a namespace "
+                "of its own"
+            )
+        return value
+
+
 class Tenant(_Model):
     """One team: its hosted control plane, datastore binding, network, quotas and GPU pools."""
 
@@ -478,11 +521,20 @@ class Tenant(_Model):
     workloads: list[Workload] = Field(
         default_factory=list, description="GPU workloads reviewed at preview, then deployed"
     )
+    management_namespace: ManagementNamespace = Field(
+        default=ManagementNamespace(),
+        description="its namespace in the management cluster (created, or adopted with existing)",
+    )
 
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
         return _dns1123(value, "tenant name")
+
+    @property
+    def namespace(self) -> str:
+        """The tenant's namespace in the management cluster."""
+        return self.management_namespace.name or self.name
 
     @model_validator(mode="after")
     def _unique_children(self) -> Tenant:
@@ -644,6 +696,7 @@ class PlatformConfig(_Model):
         problems += self._check_datastore_bindings()
         problems += self._check_cidrs()
         problems += self._check_pools()
+        problems += self._check_management_namespaces()
         if problems:
             raise ValueError(PROBLEM_SEPARATOR.join(problems))
         return self
@@ -768,6 +821,37 @@ class PlatformConfig(_Model):
                         f"tenants[{t_index}].controlPlane.address: Metal3 clusters need a fixed "
                         "control-plane endpoint; give the LoadBalancer IP the tenant's API will use"
                     )
+        return problems
+
+    def _check_management_namespaces(self) -> list[str]:
+        """One namespace per tenant; adoption only where it can exist, and required on Metal3.
+
+        CAPM3 picks BareMetalHosts only in the Metal3Machine's own namespace (CAPM3 v1.13.2
+        baremetal/metal3machine_manager.go:857-869, ``client.InNamespace``) and Cluster API keeps
+        a cluster's objects in one namespace, so the tenant's hosts must be enrolled in its
+        namespace before ``up``. A namespace the program created would then fail with
+        AlreadyExists (pulumi-kubernetes v4.32.0 provider/pkg/await/await.go:274-291), and
+        ``destroy`` would delete it with the hosts and their BMC Secrets in it."""
+        problems: list[str] = []
+        for dupe in _repeated(t.namespace for t in self.tenants):
+            problems.append(
+                f"tenants[].managementNamespace.name: {dupe!r} is the namespace of more than one "
+                "tenant; give each its own (a tenant's NetworkPolicies admit all of its namespace)"
+            )
+        metal3 = self.mode == "prod" and self.existing.cluster_api.infrastructure.name == "metal3"
+        for index, tenant in enumerate(self.tenants):
+            key = f"tenants[{index}].managementNamespace.existing"
+            if self.mode == "lab" and tenant.management_namespace.existing:
+                problems.append(
+                    f"{key}: the lab's kind cluster is created by this program, so no namespace "
+                    "exists in it beforehand; remove existing"
+                )
+            if metal3 and not tenant.management_namespace.existing:
+                problems.append(
+                    f"{key}: Metal3 machines take BareMetalHosts only from their own namespace "
+                    f"({tenant.namespace!r}); enrol the tenant's hosts there and set existing: "
+                    "true, so the program adopts the namespace and never deletes it"
+                )
         return problems
 
     # ----- derived views the components use

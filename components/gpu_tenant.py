@@ -130,6 +130,8 @@ class GpuTenant(pulumi.ComponentResource):
         self._tenant = args.tenant
         self._management = args.management
         self._labels = tenant_labels(args.tenant.name)
+        # The tenant's namespace in the management cluster (``managementNamespace``).
+        self._ns = args.tenant.namespace
         self.hami_namespace = HAMI_NAMESPACE
 
         address = args.address if args.address is not None else args.tenant.control_plane.address
@@ -138,7 +140,7 @@ class GpuTenant(pulumi.ComponentResource):
         )
 
         namespace, policies = self._management_namespace()
-        self.namespace = namespace.metadata.apply(lambda m: _meta_name(m, args.tenant.name))
+        self.namespace = namespace.metadata.apply(lambda m: _meta_name(m, self._ns))
         if self._platform.mode == "lab":
             control_plane, kubeconfig_read = self._lab_control_plane(namespace, policies)
             self.cluster_name = pulumi.Output.from_input(args.tenant.name)
@@ -222,12 +224,25 @@ class GpuTenant(pulumi.ComponentResource):
     def _management_namespace(
         self,
     ) -> tuple[k8s.core.v1.Namespace, list[k8s.networking.v1.NetworkPolicy]]:
+        """The tenant's namespace and its ingress NetworkPolicies.
+
+        An adopted namespace (``managementNamespace.existing``: on Metal3 it holds the tenant's
+        BareMetalHosts and their BMC Secrets) is only read: Pulumi never creates, labels or
+        deletes it, and a preview fails while it does not exist. The policies are the program's
+        either way (created and deleted with the tenant); they select pods only, so the hosts and
+        Secrets in the namespace — objects, reconciled by the bare-metal operator and Ironic from
+        their own namespaces — are untouched by them."""
         tenant = self._tenant
-        namespace = k8s.core.v1.Namespace(
-            f"{self._name}-namespace",
-            metadata={"name": tenant.name, "labels": dict(self._labels)},
-            opts=self._on_management(),
-        )
+        if tenant.management_namespace.existing:
+            namespace = k8s.core.v1.Namespace.get(
+                f"{self._name}-namespace", self._ns, opts=self._on_management()
+            )
+        else:
+            namespace = k8s.core.v1.Namespace(
+                f"{self._name}-namespace",
+                metadata={"name": self._ns, "labels": dict(self._labels)},
+                opts=self._on_management(),
+            )
         blocked = [self._platform.kind.pod_subnet] if self._platform.mode == "lab" else []
         policies = [
             k8s.networking.v1.NetworkPolicy(
@@ -236,7 +251,7 @@ class GpuTenant(pulumi.ComponentResource):
                 spec=manifest["spec"],
                 opts=self._on_management(depends_on=[namespace]),
             )
-            for manifest in network_policies(tenant.name, tenant.name, blocked)
+            for manifest in network_policies(tenant.name, self._ns, blocked)
         ]
         return namespace, policies
 
@@ -265,7 +280,7 @@ class GpuTenant(pulumi.ComponentResource):
         tenant = self._tenant
         manifest = tenant_control_plane(
             tenant,
-            namespace=tenant.name,
+            namespace=self._ns,
             kubernetes_version=self._platform.kubernetes_version,
             address=self._address,
         )
@@ -302,7 +317,7 @@ class GpuTenant(pulumi.ComponentResource):
             infrastructure_cluster(
                 provider,
                 name=tenant.name,
-                namespace=tenant.name,
+                namespace=self._ns,
                 labels=self._labels,
                 address=self._address,
             ),
@@ -312,7 +327,7 @@ class GpuTenant(pulumi.ComponentResource):
             f"{self._name}-control-plane",
             kamaji_control_plane(
                 tenant,
-                namespace=tenant.name,
+                namespace=self._ns,
                 kubernetes_version=self._platform.kubernetes_version,
                 address=self._address,
             ),
@@ -324,7 +339,7 @@ class GpuTenant(pulumi.ComponentResource):
         # Not after the KamajiControlPlane: it becomes ready only once this Cluster owns it.
         cluster = self._custom_resource(
             f"{self._name}-cluster",
-            capi_cluster(tenant, namespace=tenant.name, infrastructure_provider=provider),
+            capi_cluster(tenant, namespace=self._ns, infrastructure_provider=provider),
             self._on_management(
                 depends_on=[namespace, infra, *self._management.ready],
                 custom_timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
@@ -360,7 +375,7 @@ class GpuTenant(pulumi.ComponentResource):
                 f"{self._name}-etcd",
                 dedicated_etcd_name(tenant.name),
                 PINNED.kamaji_etcd,
-                tenant.name,
+                self._ns,
                 kamaji_etcd_values(tenant.name, dedicated),
                 self._on_management(depends_on=[namespace, *policies, *self._management.ready]),
             )
@@ -373,7 +388,7 @@ class GpuTenant(pulumi.ComponentResource):
         credentials = pulumi.Config().require_secret(config_key)
         secret = k8s.core.v1.Secret(
             f"{self._name}-datastore-credentials",
-            metadata={"name": secret_name, "namespace": tenant.name, "labels": dict(self._labels)},
+            metadata={"name": secret_name, "namespace": self._ns, "labels": dict(self._labels)},
             type="Opaque",
             # Derived from a secret config value, so itself secret.
             string_data=credentials.apply(
@@ -389,7 +404,7 @@ class GpuTenant(pulumi.ComponentResource):
                 data_store_name(tenant),
                 dedicated,
                 secret_name=secret_name,
-                secret_namespace=tenant.name,
+                secret_namespace=self._ns,
                 labels=self._labels,
             ),
             self._on_management(depends_on=[secret, *self._management.ready]),
@@ -411,7 +426,7 @@ class GpuTenant(pulumi.ComponentResource):
         The read's ID waits for the control plane's ID: on a first preview the control plane
         does not exist, the ID is unknown and the engine skips the read (the kubeconfig stays
         unknown) instead of failing on a Secret that is not there yet."""
-        namespace = self._tenant.name
+        namespace = self._ns
         secret_id = pulumi.Output.all(*[r.id for r in after]).apply(
             lambda _: f"{namespace}/{secret_name}"
         )

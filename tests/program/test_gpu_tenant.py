@@ -143,7 +143,12 @@ def test_every_tenant_gets_its_namespace_policies_control_plane_and_stack(
     for tenant in _config_tenants(recording.stack):
         name = tenant["name"]
         namespace = _named(recording, f"{name}-namespace")
-        assert namespace.inputs["metadata"]["name"] == name
+        if (tenant.get("managementNamespace") or {}).get("existing"):
+            assert namespace.read  # adopted: read, never created
+            assert namespace.outputs["metadata"]["name"] == name
+        else:
+            assert not namespace.read
+            assert namespace.inputs["metadata"]["name"] == name
         for policy in ("default-deny-ingress", "allow-same-namespace", "allow-kamaji-system"):
             assert _named(recording, f"{name}-{policy}").inputs["metadata"]["namespace"] == name
         control_plane = _named(recording, f"{name}-control-plane")

@@ -124,3 +124,76 @@ def test_the_control_plane_outlives_the_pools_on_destroy(prod: Recording) -> Non
         closure = prod.dependency_closure(deployment)
         assert kcp.urn in closure, deployment.name
         assert cluster.urn in closure, deployment.name
+
+
+# ------------------------------------------------------------ where the BareMetalHosts live
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+CREDENTIALS_KEY = "gpu-platform:speechDatastoreCredentials"
+
+
+def _management_provider(recording: Recording) -> str:
+    return recording.named("management-provider").urn
+
+
+def test_the_namespace_holding_a_tenants_hosts_is_never_deleted_by_destroy(
+    prod: Recording,
+) -> None:
+    """CAPM3 takes hosts only from the Metal3Machine's namespace; the program reads that
+    namespace (a read is never deleted) and creates no Namespace of that name."""
+    management = _management_provider(prod)
+    for tenant in prod.of_type("gpu-platform:index:GpuTenant"):
+        namespace = prod.named(f"{tenant.name}-namespace")
+        assert namespace.read, tenant.name
+        assert namespace.provider_urn == management
+        created = [
+            r
+            for r in prod.of_type(NAMESPACE)
+            if not r.read
+            and r.provider_urn == management
+            and (r.inputs.get("metadata") or {}).get("name") == tenant.name
+        ]
+        assert created == [], tenant.name
+        # Its NetworkPolicies are still the program's: created in it after the read.
+        policies = [
+            r for r in prod.of_type(NETWORK_POLICY) if prod.component_of(r, ":GpuTenant") == tenant
+        ]
+        assert len(policies) == 4, tenant.name
+        for policy in policies:
+            assert not policy.read
+            assert policy.inputs["metadata"]["namespace"] == tenant.name
+            assert namespace.urn in policy.dependencies
+
+
+def test_a_tenant_may_adopt_a_namespace_named_otherwise() -> None:
+    """Hosts enrolled in, say, ``metal3-vision``: every Cluster API, Kamaji and datastore object
+    of the tenant goes there, since CAPM3 and Cluster API look nowhere else."""
+    import copy
+
+    from tests.support.harness import evaluate, load_stack_config
+
+    config = copy.deepcopy(load_stack_config("prod"))
+    config[CREDENTIALS_KEY] = json.dumps({"ca.crt": "x", "username": "u", "password": "p"})
+    tenant = config["gpu-platform:platform"]["tenants"][0]
+    tenant["managementNamespace"] = {"name": "metal3-vision", "existing": True}
+    recording = evaluate("prod", False, config=config)
+    assert recording.error is None, recording.error
+    management = _management_provider(recording)
+    owned = [
+        r
+        for r in recording.resources
+        if r.provider_urn == management
+        and (c := recording.component_of(r, ":GpuTenant")) is not None
+        and c.name == "team-vision"
+    ]
+    namespaced = [r for r in owned if "namespace" in (r.inputs.get("metadata") or {})]
+    assert {r.inputs["metadata"]["namespace"] for r in namespaced} == {"metal3-vision"}
+    kinds = {r.inputs.get("kind") for r in namespaced}
+    assert {"Cluster", "KamajiControlPlane", "Metal3Cluster", "MachineDeployment"} <= kinds
+    (etcd,) = [r for r in owned if r.name == "team-vision-etcd"]
+    assert etcd.inputs["namespace"] == "metal3-vision"
+    read = recording.named("team-vision-admin-kubeconfig")
+    assert read.outputs["metadata"]["namespace"] == "metal3-vision"
+    assert recording.named("team-vision-namespace").outputs["metadata"]["name"] == "metal3-vision"
+    assert recording.outputs["tenants"]["team-vision"]["namespace"] == "metal3-vision"

@@ -1,5 +1,6 @@
 """Fakes for GpuTenant: the kubeconfig Secrets a ready control plane leaves in the management
-cluster.
+cluster, and the namespace a tenant adopts (``managementNamespace.existing``), which exists
+before the program runs.
 
 Update mode answers the read like a live cluster would: base64 ``data`` holding a placeholder
 kubeconfig whose server names the tenant (Kamaji's ``<tcp>-admin-kubeconfig`` with ``admin.conf``
@@ -17,6 +18,7 @@ from typing import Any
 from pulumi.runtime.mocks import MockResourceArgs
 
 SECRET_TYPE = "kubernetes:core/v1:Secret"
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 FAKE_SERVER = "https://{tenant}.tenant.invalid:6443"
 
 
@@ -49,6 +51,11 @@ def _encoded(text: str) -> str:
 
 
 def fake_outputs(args: MockResourceArgs, preview: bool) -> dict[str, Any] | None:
+    if args.typ == NAMESPACE_TYPE and args.resource_id:
+        # An adopted namespace (managementNamespace.existing) exists before the program runs,
+        # so its read answers in preview too.
+        name = str(args.resource_id)
+        return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     if args.typ != SECRET_TYPE or not args.resource_id:
         return None
     namespace, _, secret = str(args.resource_id).partition("/")

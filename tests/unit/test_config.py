@@ -401,3 +401,72 @@ def test_a_rollout_amount_is_a_number_or_a_percentage(amount: Any) -> None:
         "tenants[0].workerPools[0].machine.rollout.maxSurge",
         "percentage",
     )
+
+
+# --------------------------------------------------------- prod: the tenant's namespace
+
+
+def test_metal3_tenants_must_adopt_the_namespace_that_holds_their_hosts() -> None:
+    """CAPM3 takes BareMetalHosts only from the Metal3Machine's namespace: it must exist (hosts
+    enrolled) before up, and the program must never create or delete it."""
+    raw = stack_platform("prod")
+    del raw["tenants"][1]["managementNamespace"]
+    expect_error(raw, "tenants[1].managementNamespace.existing", "'team-llm'", "existing: true")
+
+
+def test_docker_tenants_may_have_their_namespace_created() -> None:
+    raw = stack_platform("prod")
+    raw["management"]["existing"]["clusterApi"]["infrastructure"] = {
+        "name": "docker",
+        "version": "v1.13.5",
+    }
+    for tenant in raw["tenants"]:
+        del tenant["managementNamespace"]
+        for pool in tenant["workerPools"]:
+            pool["machine"] = {"provider": "docker", "template": {"customImage": "x"}}
+    platform = parse_platform(raw)
+    assert [t.namespace for t in platform.tenants] == ["team-vision", "team-llm", "team-speech"]
+    assert not any(t.management_namespace.existing for t in platform.tenants)
+
+
+def test_the_lab_cannot_adopt_a_namespace() -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["managementNamespace"] = {"existing": True}
+    expect_error(raw, "tenants[0].managementNamespace.existing", "remove existing")
+
+
+def test_an_adopted_namespace_may_have_another_name() -> None:
+    raw = stack_platform("prod")
+    raw["tenants"][0]["managementNamespace"] = {"name": "metal3-vision", "existing": True}
+    platform = parse_platform(raw)
+    assert platform.tenants[0].namespace == "metal3-vision"
+    assert platform.tenants[1].namespace == "team-llm"
+
+
+def test_two_tenants_may_not_share_a_namespace() -> None:
+    raw = stack_platform("prod")
+    raw["tenants"][0]["managementNamespace"] = {"name": "team-llm", "existing": True}
+    expect_error(raw, "tenants[].managementNamespace.name", "'team-llm'", "more than one")
+
+
+@pytest.mark.parametrize("name", ["kube-system", "kamaji-system", "capm3-system", "default"])
+def test_a_tenant_namespace_may_not_be_the_platforms(name: str) -> None:
+    raw = stack_platform("prod")
+    raw["tenants"][0]["managementNamespace"] = {"name": name, "existing": True}
+    expect_error(raw, "tenants[0].managementNamespace.name", "belongs to Kubernetes")
+
+
+def test_the_reserved_namespaces_are_the_ones_the_platform_installs_into() -> None:
+    from components import management_values as mv
+    from components.config import PLATFORM_NAMESPACES, ClusterApiVersions, InfrastructureProvider
+
+    used = {
+        mv.METALLB_NAMESPACE,
+        mv.CERT_MANAGER_NAMESPACE,
+        mv.KAMAJI_NAMESPACE,
+        mv.CAPI_OPERATOR_NAMESPACE,
+    }
+    for name in ("metal3", "docker"):
+        versions = ClusterApiVersions(infrastructure=InfrastructureProvider(name=name))
+        used |= {provider.namespace for provider in mv.capi_providers(versions)}
+    assert used <= set(PLATFORM_NAMESPACES)
