@@ -697,6 +697,7 @@ class PlatformConfig(_Model):
         problems += self._check_cidrs()
         problems += self._check_pools()
         problems += self._check_management_namespaces()
+        problems += self._check_pool_providers()
         if problems:
             raise ValueError(PROBLEM_SEPARATOR.join(problems))
         return self
@@ -852,6 +853,25 @@ class PlatformConfig(_Model):
                     f"({tenant.namespace!r}); enrol the tenant's hosts there and set existing: "
                     "true, so the program adopts the namespace and never deletes it"
                 )
+        return problems
+
+    def _check_pool_providers(self) -> list[str]:
+        """A pool's machine template must belong to the infrastructure provider the stack
+        installs: a DockerMachineTemplate with only CAPM3 installed (or the reverse) is never
+        reconciled, and the MachineDeployment waits forever for machines."""
+        if self.mode != "prod":
+            return []
+        installed = self.existing.cluster_api.infrastructure.name
+        problems: list[str] = []
+        for t_index, tenant in enumerate(self.tenants):
+            for p_index, pool in enumerate(tenant.worker_pools):
+                if pool.machine is not None and pool.machine.provider != installed:
+                    problems.append(
+                        f"tenants[{t_index}].workerPools[{p_index}].machine.provider: "
+                        f"{pool.machine.provider!r} is not the installed infrastructure provider "
+                        f"({installed!r}, management.existing.clusterApi.infrastructure.name); "
+                        "use the same for both"
+                    )
         return problems
 
     # ----- derived views the components use

@@ -364,6 +364,10 @@ def test_a_docker_machine_pool_validates_against_capd(upstream_dir: Path) -> Non
     config = copy.deepcopy(load_stack_config("prod"))
     platform = config["gpu-platform:platform"]
     platform["tenants"] = platform["tenants"][:1]  # team-vision only
+    platform["management"]["existing"]["clusterApi"]["infrastructure"] = {
+        "name": "docker",
+        "version": "v1.13.5",
+    }
     pool = platform["tenants"][0]["workerPools"][0]
     pool["machine"] = {"provider": "docker", "template": {"customImage": "kindest/node:v1.35.0"}}
     recording = evaluate("prod", False, config)

@@ -488,6 +488,9 @@ def test_prod_with_bundled_etcd_and_docker_infrastructure() -> None:
     existing = config["gpu-platform:platform"]["management"]["existing"]
     existing["kamajiEtcd"] = True
     existing["clusterApi"]["infrastructure"] = {"name": "docker", "version": "v1.13.5"}
+    for tenant in config["gpu-platform:platform"]["tenants"]:
+        for pool in tenant["workerPools"]:
+            pool["machine"] = {"provider": "docker", "template": {"customImage": "x"}}
     recording = _recording("prod", False, config)
     values = _releases(recording)["kamaji"].inputs["values"]
     assert values["kamaji-etcd"]["deploy"] is True

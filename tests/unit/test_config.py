@@ -470,3 +470,16 @@ def test_the_reserved_namespaces_are_the_ones_the_platform_installs_into() -> No
         versions = ClusterApiVersions(infrastructure=InfrastructureProvider(name=name))
         used |= {provider.namespace for provider in mv.capi_providers(versions)}
     assert used <= set(PLATFORM_NAMESPACES)
+
+
+# ------------------------------------------------------ prod: pools and the installed provider
+
+
+def test_a_pool_must_use_the_installed_infrastructure_provider() -> None:
+    raw = stack_platform("prod")
+    raw["tenants"][2]["workerPools"][0]["machine"]["provider"] = "docker"
+    expect_error(
+        raw,
+        "tenants[2].workerPools[0].machine.provider",
+        "'docker' is not the installed infrastructure provider ('metal3'",
+    )
