@@ -30,6 +30,9 @@ from components.versions import PINNED, kind_node_image
 
 CONFIG_KEY = "platform"
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
 KUBERNETES_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
 # Schema and username end up in etcd prefixes, SQL database and role names: keep them portable.
 DATASTORE_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -261,6 +264,11 @@ class DedicatedDataStore(_Model):
     )
     replicas: PositiveInt = Field(default=3, description="kamaji-etcd members (etcd only)")
     storage_size: str = Field(default="8Gi", description="kamaji-etcd PVC size (etcd only)")
+    storage_class_name: str | None = Field(
+        default=None,
+        description="kamaji-etcd PVC StorageClass (etcd only); default: the management "
+        "cluster's default StorageClass, which must then exist",
+    )
     endpoints: list[str] = Field(
         default_factory=list, description="external servers; empty = deploy kamaji-etcd"
     )
@@ -278,6 +286,22 @@ class DedicatedDataStore(_Model):
         if self.endpoints and self.credentials_config_key is None:
             raise ValueError(
                 "an external DataStore needs credentialsConfigKey naming a secret config value"
+            )
+        return self
+
+    @field_validator("storage_class_name")
+    @classmethod
+    def _storage_class(cls, value: str | None) -> str | None:
+        if value is not None and not DNS1123_SUBDOMAIN.match(value):
+            raise ValueError(f"{value!r} is not a StorageClass name (a DNS-1123 subdomain)")
+        return value
+
+    @model_validator(mode="after")
+    def _storage_class_only_for_kamaji_etcd(self) -> DedicatedDataStore:
+        if self.storage_class_name is not None and not self.deploys_kamaji_etcd:
+            raise ValueError(
+                "storageClassName sizes the kamaji-etcd the platform deploys; an external "
+                "DataStore has none: remove it"
             )
         return self
 
@@ -626,9 +650,21 @@ class ExistingManagement(_Model):
         description="the secret config key holding the management kubeconfig",
     )
     kamaji_etcd: bool = Field(default=False, description="deploy Kamaji's bundled etcd")
+    cluster_domain: str = Field(
+        default="cluster.local",
+        description="the management cluster's DNS domain: per-tenant kamaji-etcd member and "
+        "DataStore endpoint names end in it",
+    )
     cluster_api: ClusterApiVersions = Field(
         default=ClusterApiVersions(), description="provider versions (cluster-api-operator)"
     )
+
+    @field_validator("cluster_domain")
+    @classmethod
+    def _domain(cls, value: str) -> str:
+        if not DNS1123_SUBDOMAIN.match(value):
+            raise ValueError(f"{value!r} is not a DNS domain like cluster.local")
+        return value
 
 
 class Management(_Model):

@@ -376,7 +376,9 @@ class GpuTenant(pulumi.ComponentResource):
                 dedicated_etcd_name(tenant.name),
                 PINNED.kamaji_etcd,
                 self._ns,
-                kamaji_etcd_values(tenant.name, dedicated),
+                kamaji_etcd_values(
+                    tenant.name, dedicated, cluster_domain=self._platform.existing.cluster_domain
+                ),
                 self._on_management(depends_on=[namespace, *policies, *self._management.ready]),
             )
             return [release]

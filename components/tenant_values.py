@@ -250,14 +250,26 @@ def gpu_operator_values() -> dict[str, Any]:
 # ------------------------------------------------------------------------------ kamaji-etcd
 
 
-def kamaji_etcd_values(tenant_name: str, dedicated: DedicatedDataStore) -> dict[str, Any]:
-    """Values for a kamaji-etcd release that serves one tenant only (prod)."""
+def kamaji_etcd_values(
+    tenant_name: str, dedicated: DedicatedDataStore, cluster_domain: str = "cluster.local"
+) -> dict[str, Any]:
+    """Values for a kamaji-etcd release that serves one tenant only (prod).
+
+    kamaji-etcd v0.17.0 builds its peer, certificate and DataStore endpoint names as
+    ``<member>.<service>.<namespace>.svc.<clusterDomain>`` (charts/kamaji-etcd/templates/
+    _helpers.tpl:183-214), so ``clusterDomain`` is the management cluster's own, always given. A
+    PVC ``storageClassName`` of "" (the chart's default, values.yaml:71) means the cluster's
+    default StorageClass; a configured one is passed through."""
     if not dedicated.deploys_kamaji_etcd:
         raise ValueError("only a dedicated etcd without endpoints is deployed with kamaji-etcd")
     name = dedicated_etcd_name(tenant_name)
+    claim: dict[str, Any] = {"size": dedicated.storage_size}
+    if dedicated.storage_class_name is not None:
+        claim["storageClassName"] = dedicated.storage_class_name
     return {
         "fullnameOverride": name,
         "replicas": dedicated.replicas,
-        "persistentVolumeClaim": {"size": dedicated.storage_size},
+        "clusterDomain": cluster_domain,
+        "persistentVolumeClaim": claim,
         "datastore": {"enabled": True, "name": name},
     }

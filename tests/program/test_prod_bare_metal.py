@@ -197,3 +197,25 @@ def test_a_tenant_may_adopt_a_namespace_named_otherwise() -> None:
     assert read.outputs["metadata"]["namespace"] == "metal3-vision"
     assert recording.named("team-vision-namespace").outputs["metadata"]["name"] == "metal3-vision"
     assert recording.outputs["tenants"]["team-vision"]["namespace"] == "metal3-vision"
+
+
+# --------------------------------------------------------------------------- kamaji-etcd
+
+
+def test_kamaji_etcd_follows_the_configured_cluster_domain_and_storage_class() -> None:
+    import copy
+
+    from tests.support.harness import evaluate, load_stack_config
+
+    config = copy.deepcopy(load_stack_config("prod"))
+    config[CREDENTIALS_KEY] = json.dumps({"ca.crt": "x", "username": "u", "password": "p"})
+    platform = config["gpu-platform:platform"]
+    platform["management"]["existing"]["clusterDomain"] = "mgmt.example"
+    platform["tenants"][0]["dataStore"]["dedicated"]["storageClassName"] = "fast-local"
+    recording = evaluate("prod", False, config=config)
+    assert recording.error is None, recording.error
+    vision = recording.named("team-vision-etcd").inputs["values"]
+    llm = recording.named("team-llm-etcd").inputs["values"]
+    assert vision["clusterDomain"] == llm["clusterDomain"] == "mgmt.example"
+    assert vision["persistentVolumeClaim"]["storageClassName"] == "fast-local"
+    assert "storageClassName" not in llm["persistentVolumeClaim"]

@@ -483,3 +483,23 @@ def test_a_pool_must_use_the_installed_infrastructure_provider() -> None:
         "tenants[2].workerPools[0].machine.provider",
         "'docker' is not the installed infrastructure provider ('metal3'",
     )
+
+
+# ------------------------------------------------------- prod: kamaji-etcd's assumptions
+
+
+def test_cluster_domain_and_storage_class_are_validated() -> None:
+    raw = stack_platform("prod")
+    raw["management"]["existing"]["clusterDomain"] = "Cluster_Local"
+    raw["tenants"][0]["dataStore"]["dedicated"]["storageClassName"] = "Fast Disks"
+    expect_error(
+        raw,
+        "management.existing.clusterDomain: 'Cluster_Local' is not a DNS domain",
+        "tenants[0].dataStore.dedicated.storageClassName: 'Fast Disks' is not a StorageClass",
+    )
+
+
+def test_an_external_datastore_has_no_storage_class() -> None:
+    raw = stack_platform("prod")
+    raw["tenants"][2]["dataStore"]["dedicated"]["storageClassName"] = "fast"
+    expect_error(raw, "tenants[2].dataStore.dedicated", "external DataStore has none")

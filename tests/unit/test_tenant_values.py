@@ -229,9 +229,31 @@ def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
     assert values == {
         "fullnameOverride": "team-a-etcd",
         "replicas": 5,
+        "clusterDomain": "cluster.local",
         "persistentVolumeClaim": {"size": "16Gi"},
         "datastore": {"enabled": True, "name": "team-a-etcd"},
     }
+
+
+def test_kamaji_etcd_follows_the_management_clusters_domain_and_storage_class() -> None:
+    """Its member and DataStore endpoint names end in the cluster domain (a hard-coded
+    cluster.local breaks on any other); an unset StorageClass needs a default one."""
+    values = kamaji_etcd_values(
+        "team-a",
+        DedicatedDataStore(storage_class_name="fast-local"),
+        cluster_domain="mgmt.example",
+    )
+    assert values["clusterDomain"] == "mgmt.example"
+    assert values["persistentVolumeClaim"] == {"size": "8Gi", "storageClassName": "fast-local"}
+
+
+def test_kamaji_etcd_values_with_every_setting_exist_in_the_pinned_chart(
+    upstream_dir: Path,
+) -> None:
+    values = kamaji_etcd_values(
+        "team-a", DedicatedDataStore(storage_class_name="fast"), cluster_domain="mgmt.example"
+    )
+    assert missing_values_keys(upstream_dir, "kamaji-etcd", values) == []
 
 
 def test_kamaji_etcd_is_not_for_external_datastores() -> None:
