@@ -693,6 +693,79 @@ class HamiSettings(_Model):
     )
 
 
+_DRIVER_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_DRIVER_BRANCH = re.compile(r"^\d+$")
+_CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+class GpuDriver(_Model):
+    """Prod: how the NVIDIA kernel driver reaches the GPU machines (the GPU Operator's
+    ``driver.*``, one setting for every tenant's ClusterPolicy)."""
+
+    source: Literal["runtime-built", "precompiled", "preinstalled"] = Field(
+        default="runtime-built",
+        description="runtime-built: the operator's driver container compiles the module on each "
+        "node (needs the running kernel's headers, no Secure Boot, no driver in the image); "
+        "precompiled: per-kernel driver images (driver.usePrecompiled); preinstalled: the "
+        "machine image ships the driver (driver.enabled false)",
+    )
+    version: str | None = Field(
+        default=None,
+        description="driver.version: a full version for runtime-built (default the chart's "
+        "595.91.07), the driver branch for precompiled (e.g. 595, required)",
+    )
+    package_repositories: dict[str, str] = Field(
+        default_factory=dict,
+        description="runtime-built: package repository files (file name: content, e.g. an apt "
+        "mirror with the kernel headers) the driver container installs from; the program "
+        "creates them as driver.repoConfig",
+    )
+    auto_upgrade: bool | None = Field(
+        default=None,
+        description="driver.upgradePolicy.autoUpgrade (chart default true: a driver change "
+        "drains GPU pods node by node)",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuDriver:
+        if self.source == "preinstalled":
+            given = [
+                key
+                for key, value in (
+                    ("version", self.version),
+                    ("packageRepositories", self.package_repositories or None),
+                    ("autoUpgrade", self.auto_upgrade),
+                )
+                if value is not None
+            ]
+            if given:
+                raise ValueError(
+                    f"a preinstalled driver comes with the machine image and the GPU Operator "
+                    f"does not manage it: remove {', '.join(given)}"
+                )
+        if self.source == "precompiled":
+            if self.version is None or not _DRIVER_BRANCH.match(self.version):
+                raise ValueError(
+                    "precompiled driver images are tagged <branch>-<kernel>: give version as the "
+                    "driver branch, e.g. 595"
+                )
+            if self.package_repositories:
+                raise ValueError(
+                    "precompiled drivers need no kernel headers (the GPU Operator ignores "
+                    "repoConfig for them): remove packageRepositories"
+                )
+        runtime_version = self.version if self.source == "runtime-built" else None
+        if runtime_version is not None and not _DRIVER_VERSION.match(runtime_version):
+            raise ValueError(f"{runtime_version!r} is not a driver version like 595.91.07")
+        for name in self.package_repositories:
+            if not _CONFIGMAP_KEY.match(name):
+                raise ValueError(
+                    f"packageRepositories: {name!r} is not a file name (letters, digits, '-', "
+                    "'_', '.')"
+                )
+        return self
+
+
 # --------------------------------------------------------------------------------- platform
 
 
@@ -712,6 +785,9 @@ class PlatformConfig(_Model):
     )
     management: Management = Field(description="exactly one of kind (lab) or existing (prod)")
     hami: HamiSettings = Field(default=HamiSettings(), description="HAMi inside every tenant")
+    gpu_driver: GpuDriver = Field(
+        default=GpuDriver(), description="prod: the NVIDIA driver on the GPU machines"
+    )
     data_stores: list[DataStoreSpec] = Field(
         default_factory=list, description="extra (external) DataStores tenants may bind to by name"
     )
@@ -734,6 +810,7 @@ class PlatformConfig(_Model):
         problems += self._check_pools()
         problems += self._check_management_namespaces()
         problems += self._check_pool_providers()
+        problems += self._check_gpu_driver()
         if problems:
             raise ValueError(PROBLEM_SEPARATOR.join(problems))
         return self
@@ -909,6 +986,11 @@ class PlatformConfig(_Model):
                         "use the same for both"
                     )
         return problems
+
+    def _check_gpu_driver(self) -> list[str]:
+        if self.mode == "lab" and "gpu_driver" in self.model_fields_set:
+            return ["gpuDriver: the lab's GPUs are simulated and get no driver; remove gpuDriver"]
+        return []
 
     # ----- derived views the components use
 

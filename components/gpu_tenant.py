@@ -72,6 +72,7 @@ from components.tenant_values import (
     control_plane_timeout,
     device_modes,
     device_split_count,
+    driver_repositories_configmap,
     gpu_operator_values,
     hami_values,
     kamaji_etcd_values,
@@ -474,14 +475,29 @@ class GpuTenant(pulumi.ComponentResource):
         )
         hami_after: list[pulumi.Resource] = [self._namespaces[HAMI_NAMESPACE], calico]
         if platform.mode == "prod":
+            operator_after: list[pulumi.Resource] = [
+                self._namespaces[GPU_OPERATOR_NAMESPACE],
+                calico,
+            ]
+            repositories = driver_repositories_configmap(platform.gpu_driver)
+            if repositories is not None:
+                metadata: Any = {**repositories["metadata"], "labels": dict(self._labels)}
+                operator_after.append(
+                    k8s.core.v1.ConfigMap(
+                        f"{self._name}-gpu-driver-repositories",
+                        metadata=metadata,
+                        data=repositories["data"],
+                        opts=self._in_tenant(depends_on=[self._namespaces[GPU_OPERATOR_NAMESPACE]]),
+                    )
+                )
             hami_after.append(
                 self._release(
                     f"{self._name}-gpu-operator",
                     "gpu-operator",
                     PINNED.gpu_operator,
                     GPU_OPERATOR_NAMESPACE,
-                    gpu_operator_values(),
-                    self._in_tenant(depends_on=[self._namespaces[GPU_OPERATOR_NAMESPACE], calico]),
+                    gpu_operator_values(platform.gpu_driver),
+                    self._in_tenant(depends_on=operator_after),
                 )
             )
         hami = self._release(

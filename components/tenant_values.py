@@ -31,6 +31,7 @@ from typing import Any
 from components.config import (
     SYSTEM_NAMESPACES,
     DedicatedDataStore,
+    GpuDriver,
     HamiSettings,
     PlatformConfig,
     Tenant,
@@ -234,14 +235,58 @@ def gpu_operator_cdi(hami_device_list_strategy: str = HAMI_DEVICE_LIST_STRATEGY)
     return {"enabled": False}
 
 
-def gpu_operator_values() -> dict[str, Any]:
-    """Values for the NVIDIA GPU Operator (prod): driver and container toolkit from the operator,
-    its device plugin off (HAMi's takes its place), runtime class named as HAMi expects, CDI
-    off so that the ``nvidia`` runtime resolves HAMi's envvar device list (``gpu_operator_cdi``)."""
+# The ConfigMap (in the GPU Operator's namespace inside the tenant) holding the package repository
+# files of a runtime-built driver; the operator mounts each key into the driver container's
+# /etc/apt/sources.list.d (or yum/zypp equivalent) (v26.7.0 controllers/object_controls.go:
+# 222-233 RepoConfigPathMap, 3708-3720, 3462-3470: read from the operator's namespace).
+DRIVER_REPOSITORIES_CONFIGMAP = "gpu-driver-repositories"
+
+
+def gpu_driver_values(driver: GpuDriver) -> dict[str, Any]:
+    """The GPU Operator's ``driver`` values for how the machines get their driver.
+
+    * runtime-built (the chart's way): the driver container compiles the module for the running
+      kernel at start, so the image must let it install that kernel's headers (internet, or a
+      mirror through ``repoConfig``), must not enforce Secure Boot (the module is unsigned) and
+      must not ship a driver or load nouveau;
+    * precompiled: ``usePrecompiled`` with the driver *branch* as version — the image tag is
+      ``<version>-<kernel>`` (controllers/object_controls.go:3374-3395 resolveDriverTag); NVIDIA
+      publishes these for some Ubuntu kernels only (values.yaml: "tech-preview on ubuntu22.04");
+    * preinstalled: the machine image has the driver; the operator's driver is off and its
+      toolkit and validator use the host's."""
+    if driver.source == "preinstalled":
+        return {"enabled": False}
+    values: dict[str, Any] = {"enabled": True}
+    if driver.source == "precompiled":
+        values["usePrecompiled"] = True
+    if driver.version is not None:
+        values["version"] = driver.version
+    if driver.package_repositories:
+        values["repoConfig"] = {"configMapName": DRIVER_REPOSITORIES_CONFIGMAP}
+    if driver.auto_upgrade is not None:
+        values["upgradePolicy"] = {"autoUpgrade": driver.auto_upgrade}
+    return values
+
+
+def driver_repositories_configmap(driver: GpuDriver) -> dict[str, Any] | None:
+    """The ConfigMap ``gpu_driver_values`` points ``repoConfig`` at, or None without one."""
+    if not driver.package_repositories:
+        return None
+    return {
+        "metadata": {"name": DRIVER_REPOSITORIES_CONFIGMAP, "namespace": GPU_OPERATOR_NAMESPACE},
+        "data": dict(driver.package_repositories),
+    }
+
+
+def gpu_operator_values(driver: GpuDriver | None = None) -> dict[str, Any]:
+    """Values for the NVIDIA GPU Operator (prod): driver (``gpu_driver_values``) and container
+    toolkit from the operator, its device plugin off (HAMi's takes its place), runtime class
+    named as HAMi expects, CDI off so that the ``nvidia`` runtime resolves HAMi's envvar device
+    list (``gpu_operator_cdi``)."""
     return {
         "operator": {"runtimeClass": NVIDIA_RUNTIME_CLASS},
         "cdi": gpu_operator_cdi(),
-        "driver": {"enabled": True},
+        "driver": gpu_driver_values(driver if driver is not None else GpuDriver()),
         "toolkit": {"enabled": True},
         "devicePlugin": {"enabled": False},
     }

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from components.config import GpuDriver
+from components.tenant_values import gpu_operator_values
 from components.versions import PINNED, HelmChart
 from tests.support.contracts import chart_defaults
 from tests.support.harness import Recording
@@ -118,3 +120,31 @@ def test_the_rendered_hami_device_plugin_lists_devices_by_envvar(prod: Recording
                     if env.get("name") == "DEVICE_LIST_STRATEGY":
                         strategies.append(env.get("value"))
         assert strategies == ["envvar"], release.name
+
+
+@pytest.mark.parametrize(
+    ("driver", "expected"),
+    [
+        (GpuDriver(source="preinstalled"), {"enabled": False}),
+        (
+            GpuDriver(source="precompiled", version="595"),
+            {"usePrecompiled": True, "version": "595"},
+        ),
+        (
+            GpuDriver(package_repositories={"m.list": "deb http://m/ noble main"}),
+            {"repoConfig": {"configMapName": "gpu-driver-repositories"}},
+        ),
+    ],
+)
+def test_the_rendered_cluster_policy_carries_the_driver_settings(
+    driver: GpuDriver, expected: dict[str, Any]
+) -> None:
+    values = gpu_operator_values(driver)
+    (policy,) = [
+        d
+        for d in _rendered(PINNED.gpu_operator, values, "gpu-operator", "gpu-operator")
+        if d.get("kind") == "ClusterPolicy"
+    ]
+    rendered = policy["spec"]["driver"]
+    assert {key: rendered.get(key) for key in expected} == expected
+    assert policy["spec"]["cdi"]["enabled"] is False

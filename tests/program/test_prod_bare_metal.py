@@ -219,3 +219,45 @@ def test_kamaji_etcd_follows_the_configured_cluster_domain_and_storage_class() -
     assert vision["clusterDomain"] == llm["clusterDomain"] == "mgmt.example"
     assert vision["persistentVolumeClaim"]["storageClassName"] == "fast-local"
     assert "storageClassName" not in llm["persistentVolumeClaim"]
+
+
+# ---------------------------------------------------------------------------- GPU driver
+
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+
+
+def _prod_with_driver(driver: dict[str, object]) -> Recording:
+    import copy
+
+    from tests.support.harness import evaluate, load_stack_config
+
+    config = copy.deepcopy(load_stack_config("prod"))
+    config[CREDENTIALS_KEY] = json.dumps({"ca.crt": "x", "username": "u", "password": "p"})
+    config["gpu-platform:platform"]["gpuDriver"] = driver
+    recording = evaluate("prod", False, config=config)
+    assert recording.error is None, recording.error
+    return recording
+
+
+def test_a_driver_mirror_reaches_every_tenants_gpu_operator_before_it_installs() -> None:
+    mirror = {"mirror.list": "deb http://mirror.internal/ubuntu noble main"}
+    recording = _prod_with_driver({"packageRepositories": mirror})
+    for tenant in recording.of_type("gpu-platform:index:GpuTenant"):
+        repositories = recording.named(f"{tenant.name}-gpu-driver-repositories")
+        assert repositories.type == CONFIG_MAP
+        assert repositories.inputs["data"] == mirror
+        assert repositories.inputs["metadata"]["namespace"] == "gpu-operator"
+        assert recording.provider_of(repositories) == recording.named(f"{tenant.name}-provider")
+        operator = recording.named(f"{tenant.name}-gpu-operator")
+        assert repositories.urn in operator.dependencies
+        driver = operator.inputs["values"]["driver"]
+        assert driver["repoConfig"] == {"configMapName": repositories.inputs["metadata"]["name"]}
+
+
+def test_an_image_with_a_baked_in_driver_turns_the_operators_driver_off() -> None:
+    recording = _prod_with_driver({"source": "preinstalled"})
+    for tenant in recording.of_type("gpu-platform:index:GpuTenant"):
+        values = recording.named(f"{tenant.name}-gpu-operator").inputs["values"]
+        assert values["driver"] == {"enabled": False}
+        assert values["toolkit"] == {"enabled": True}
+    assert not [r for r in recording.of_type(CONFIG_MAP) if "driver-repositories" in r.name]

@@ -503,3 +503,51 @@ def test_an_external_datastore_has_no_storage_class() -> None:
     raw = stack_platform("prod")
     raw["tenants"][2]["dataStore"]["dedicated"]["storageClassName"] = "fast"
     expect_error(raw, "tenants[2].dataStore.dedicated", "external DataStore has none")
+
+
+# ------------------------------------------------------------------------ prod: GPU driver
+
+
+@pytest.mark.parametrize(
+    "driver",
+    [
+        {
+            "source": "runtime-built",
+            "packageRepositories": {"mirror.list": "deb http://m/ noble main"},
+        },
+        {"source": "precompiled", "version": "595", "autoUpgrade": False},
+        {"source": "preinstalled"},
+    ],
+)
+def test_gpu_driver_settings_parse(driver: dict[str, Any]) -> None:
+    raw = stack_platform("prod")
+    raw["gpuDriver"] = driver
+    assert parse_platform(raw).gpu_driver.source == driver["source"]
+
+
+@pytest.mark.parametrize(
+    ("driver", "fragment"),
+    [
+        ({"source": "precompiled"}, "driver branch, e.g. 595"),
+        ({"source": "precompiled", "version": "595.91.07"}, "driver branch, e.g. 595"),
+        (
+            {"source": "precompiled", "version": "595", "packageRepositories": {"a.list": "x"}},
+            "remove packageRepositories",
+        ),
+        ({"source": "preinstalled", "version": "595.91.07"}, "remove version"),
+        ({"version": "latest"}, "not a driver version"),
+        ({"packageRepositories": {"../evil": "x"}}, "is not a file name"),
+    ],
+)
+def test_gpu_driver_settings_that_cannot_work_are_refused(
+    driver: dict[str, Any], fragment: str
+) -> None:
+    raw = stack_platform("prod")
+    raw["gpuDriver"] = driver
+    expect_error(raw, "gpuDriver", fragment)
+
+
+def test_the_lab_takes_no_gpu_driver_settings() -> None:
+    raw = stack_platform("lab")
+    raw["gpuDriver"] = {"source": "preinstalled"}
+    expect_error(raw, "gpuDriver: the lab's GPUs are simulated")

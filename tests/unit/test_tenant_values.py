@@ -9,14 +9,16 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import DedicatedDataStore, HamiSettings, parse_platform
+from components.config import DedicatedDataStore, GpuDriver, HamiSettings, parse_platform
 from components.tenant_values import (
     HAMI_DEVICE_LIST_STRATEGY,
     calico_values,
     control_plane_timeout,
     device_modes,
     device_split_count,
+    driver_repositories_configmap,
     extender_args,
+    gpu_driver_values,
     gpu_operator_cdi,
     gpu_operator_values,
     hami_values,
@@ -316,3 +318,51 @@ def test_gpu_operator_turns_cdi_off_for_hamis_envvar_device_list() -> None:
 def test_prod_hami_keeps_the_envvar_device_list_the_cdi_pairing_assumes() -> None:
     assert HAMI_DEVICE_LIST_STRATEGY == "envvar"
     assert "deviceListStrategy" not in _prod_values()["devicePlugin"]
+
+
+# ------------------------------------------------------------------------------ GPU driver
+
+DRIVER_VARIANTS = {
+    "runtime-built": GpuDriver(
+        version="595.91.07",
+        package_repositories={"mirror.list": "deb http://mirror.internal/ubuntu noble main"},
+        auto_upgrade=False,
+    ),
+    "precompiled": GpuDriver(source="precompiled", version="595"),
+    "preinstalled": GpuDriver(source="preinstalled"),
+}
+
+
+def test_by_default_the_operator_builds_the_driver_as_its_chart_does() -> None:
+    assert gpu_operator_values()["driver"] == {"enabled": True}
+    assert gpu_operator_values(GpuDriver())["driver"] == {"enabled": True}
+    assert driver_repositories_configmap(GpuDriver()) is None
+
+
+def test_a_runtime_built_driver_can_install_kernel_headers_from_a_mirror() -> None:
+    driver = DRIVER_VARIANTS["runtime-built"]
+    assert gpu_driver_values(driver) == {
+        "enabled": True,
+        "version": "595.91.07",
+        "repoConfig": {"configMapName": "gpu-driver-repositories"},
+        "upgradePolicy": {"autoUpgrade": False},
+    }
+    assert driver_repositories_configmap(driver) == {
+        "metadata": {"name": "gpu-driver-repositories", "namespace": "gpu-operator"},
+        "data": {"mirror.list": "deb http://mirror.internal/ubuntu noble main"},
+    }
+
+
+def test_precompiled_and_preinstalled_drivers() -> None:
+    assert gpu_driver_values(DRIVER_VARIANTS["precompiled"]) == {
+        "enabled": True,
+        "usePrecompiled": True,
+        "version": "595",
+    }
+    assert gpu_driver_values(DRIVER_VARIANTS["preinstalled"]) == {"enabled": False}
+
+
+@pytest.mark.parametrize("source", sorted(DRIVER_VARIANTS))
+def test_gpu_driver_values_keys_exist_in_the_pinned_chart(source: str, upstream_dir: Path) -> None:
+    values = gpu_operator_values(DRIVER_VARIANTS[source])
+    assert missing_values_keys(upstream_dir, "gpu-operator", values) == []
