@@ -340,7 +340,13 @@ def _lab_config_with(pool_changes: dict[str, Any]) -> dict[str, Any]:
 
 def test_a_bigger_lab_pool_gets_a_container_join_and_distinct_cards_per_node() -> None:
     config = _lab_config_with(
-        {"replicas": 3, "cards": [{"model": "A100-80GB", "count": 1}, {"model": "L4-24GB"}]}
+        {
+            "replicas": 3,
+            "cards": [
+                {"model": "A100-80GB", "count": 1},
+                {"model": "L4-24GB", "memoryMiB": 24_576, "coreUnits": 100},  # the lab report's
+            ],
+        }
     )
     recording = evaluate("lab", False, config)
     assert recording.error is None, recording.error

@@ -261,3 +261,43 @@ def test_an_image_with_a_baked_in_driver_turns_the_operators_driver_off() -> Non
         assert values["driver"] == {"enabled": False}
         assert values["toolkit"] == {"enabled": True}
     assert not [r for r in recording.of_type(CONFIG_MAP) if "driver-repositories" in r.name]
+
+
+# ---------------------------------------------------------------------------- card catalog
+
+
+def test_the_policy_pack_sees_what_nvml_registers_for_prod_cards(prod: Recording) -> None:
+    """The pack judges capacity from each pool's declared-inventory ConfigMap: for the prod
+    pools it must carry NVML's totals (H100 80GB HBM3: 81,559 MiB; L40S: 46,068 MiB)."""
+    from components.labels import INVENTORY_KEY
+
+    declared = {}
+    for configmap in prod.of_type(CONFIG_MAP):
+        if configmap.name.endswith("-declared-inventory"):
+            payload = json.loads(configmap.inputs["data"][INVENTORY_KEY])
+            declared[payload["pool"]] = {c["model"]: c["memoryMiB"] for c in payload["cards"]}
+    assert declared["h100"] == {"H100-80GB": 81_559}
+    assert declared["l40s"] == {"L40S-48GB": 46_068}
+    assert declared["a100"] == {"A100-80GB": 81_920}
+
+
+def test_a_pod_hami_would_refuse_on_an_h100_is_blocked_at_preview() -> None:
+    """81,700 MiB fits the marketing 80 GiB but not the 81,559 MiB an H100 80GB HBM3 registers."""
+    import copy
+
+    from tests.policies.recorded import blocking, load_policy_config, run_pack
+    from tests.support.harness import evaluate, load_stack_config
+
+    config = copy.deepcopy(load_stack_config("prod"))
+    config[CREDENTIALS_KEY] = json.dumps({"ca.crt": "x", "username": "u", "password": "p"})
+    llm = config["gpu-platform:platform"]["tenants"][1]
+    llm["workloads"] = [
+        {"name": "big", "namespace": "default", "gpu": {"memoryMiB": 81_700, "cores": 50}}
+    ]
+    recording = evaluate("prod", True, config=config)
+    assert recording.error is None, recording.error
+    findings = blocking(run_pack(recording.resources, load_policy_config("prod")))
+    assert [f.policy for f in findings] == ["hami-capacity-fit"], findings
+    assert "CardInsufficientMemory — 81700 MiB requested, largest card 81559 MiB" in (
+        findings[0].message
+    )

@@ -36,7 +36,9 @@ from components.gpu_inventory import (
 )
 
 A100 = CARD_CATALOG["A100-80GB"]
-L4 = CARD_CATALOG["L4-24GB"]
+# The lab report's simulated L4 (Pulumi.lab.yaml declares it explicitly; a real L4 registers
+# the catalog's 23,034 MiB).
+L4 = CardModel("L4-24GB", 24_576, 100, "NVIDIA-L4")
 UUID_SHAPE = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
