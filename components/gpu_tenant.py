@@ -2,7 +2,9 @@
 
 Layer by layer, for one tenant:
 
-1. **Management cluster** (management provider): a namespace named after the tenant with
+1. **Management cluster** (management provider): the tenant's namespace (named after the
+   tenant or ``managementNamespace.name``; created, or — ``managementNamespace.existing``, required
+   with Metal3, whose hosts must already be enrolled in it — only read, so never deleted) with
    ingress NetworkPolicies (see ``tenant_specs.network_policies``); in prod the tenant's
    dedicated DataStore (a kamaji-etcd release, or a Secret + ``DataStore`` for an external
    server).

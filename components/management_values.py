@@ -317,8 +317,9 @@ def gate_env(
     * ``WAIT_CRDS``: CRD names that must exist and be ``Established``;
     * ``WAIT_ROLLOUTS``: ``<namespace>/<kind>/<name>`` that must finish rolling out;
     * ``WAIT_CONDITIONS``: ``<namespace or ->/<resource>/<name>/<kubectl wait --for value>``;
-    * ``DRY_RUN_MANIFEST``: an object (JSON) that a server-side dry run must get through the
-      admission webhooks with (accepted, or denied by the webhook itself: either way it answers).
+    * ``DRY_RUN_MANIFEST``: an object, or a v1 ``List`` of objects (JSON), that a server-side dry
+      run must get through the admission webhooks with (accepted, or denied by the webhook
+      itself: either way it answers; a webhook that cannot be called fails the gate).
     """
     for token in [*rollouts, *conditions, *crds]:
         if not token or any(ch.isspace() for ch in token):
