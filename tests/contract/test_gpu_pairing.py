@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.chart_cache import charts_dir
 from components.config import GpuDriver
 from components.tenant_values import gpu_operator_values
 from components.versions import PINNED, HelmChart
@@ -24,7 +25,7 @@ from tests.support.contracts import chart_defaults
 from tests.support.harness import Recording
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-CHART_CACHE = Path.home() / ".cache" / "gpu-platform" / "charts"
+CHART_CACHE = charts_dir()
 
 
 def _releases(prod: Recording, chart: str) -> list[Any]:

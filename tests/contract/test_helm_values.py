@@ -8,19 +8,13 @@ import pytest
 
 from components.chart_cache import kamaji_chart_dir
 from components.versions import PINNED, HelmChart
-from tests.support.contracts import CHART_DIRS, missing_values_keys
+from tests.support.contracts import CHART_DIRS, missing_values_keys, release_chart
 from tests.support.harness import Recording
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PINNED_CHARTS = {
     value.chart: value for value in vars(PINNED).values() if isinstance(value, HelmChart)
 }
-
-
-def chart_name(inputs: dict) -> str:
-    """The chart a Release installs: its name, or "kamaji" for the local pinned Kamaji chart."""
-    chart = str(inputs.get("chart"))
-    return "kamaji" if chart == str(kamaji_chart_dir()) else chart
 
 
 @pytest.mark.parametrize("stack", ["lab", "prod"])
@@ -32,7 +26,7 @@ def test_release_values_keys_exist_in_pinned_charts(
     assert releases, f"{stack}: no Helm releases registered"
     problems = []
     for release in releases:
-        chart = chart_name(release.inputs)
+        chart = release_chart(release.inputs)
         if chart not in CHART_DIRS:
             problems.append(f"{release.name}: chart {chart!r} has no pinned upstream copy")
             continue

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.contracts import crd_violations, missing_values_keys
+from tests.support.contracts import crd_violations, missing_values_keys, release_chart
 from tests.support.harness import Recording, evaluate, load_stack_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -68,7 +68,7 @@ def test_every_values_key_exists_in_its_pinned_chart(
         f"{release.name}: {key}"
         for release in configured.of_type(RELEASE)
         for key in missing_values_keys(
-            upstream_dir, release.inputs["chart"], release.inputs.get("values") or {}
+            upstream_dir, release_chart(release.inputs), release.inputs.get("values") or {}
         )
     ]
     assert problems == []
