@@ -20,7 +20,8 @@ Layer by layer, for one tenant:
    ``kubernetes.Provider`` (admin.conf's RBAC may not exist yet when Kamaji reports Ready).
    Its server is the control plane's LoadBalancer address (in the lab a MetalLB address on the
    ``kind`` network, reachable from a Linux host only).
-4. **Inside the tenant** (tenant provider only): Calico through the tigera-operator chart, in
+4. **Inside the tenant** (tenant provider only): Calico's CRDs (the ``crd.projectcalico.org.v1``
+   chart), then Calico through the tigera-operator chart, in
    prod the NVIDIA GPU Operator, then HAMi (webhook excluding the system, CNI, HAMi and GPU
    Operator namespaces; mock device plugin in the lab, the real one in prod), GPU
    ResourceQuotas and the declared GPU workloads.
@@ -67,9 +68,11 @@ from components.tenant_specs import (
     workload_deployment,
 )
 from components.tenant_values import (
+    CALICO_CRDS_RELEASE,
     GPU_OPERATOR_NAMESPACE,
     HAMI_NAMESPACE,
     TIGERA_OPERATOR_NAMESPACE,
+    calico_crds_values,
     calico_values,
     control_plane_timeout,
     device_modes,
@@ -467,13 +470,27 @@ class GpuTenant(pulumi.ComponentResource):
         for ns in namespaces_to_create(tenant, existing=system):
             self._namespaces[ns] = self._tenant_namespace(ns, {})
 
+        operator_namespace = self._namespaces[TIGERA_OPERATOR_NAMESPACE]
+        # Calico's CRDs first: the tigera-operator chart (v3.32+) renders an Installation but ships
+        # no CRD for it, and Helm refuses a release whose kinds the API does not serve. A Helm
+        # release (not server-side apply) because its stored release fits the 1 MiB Secret limit
+        # (tests/contract/test_calico_crds.py measures it) and Helm waits until every CRD is
+        # Established; upstream only warns about kubectl's client-side apply annotation.
+        calico_crds = self._release(
+            f"{self._name}-calico-crds",
+            CALICO_CRDS_RELEASE,
+            PINNED.calico_crds,
+            TIGERA_OPERATOR_NAMESPACE,
+            calico_crds_values(),
+            self._in_tenant(depends_on=[operator_namespace]),
+        )
         calico = self._release(
             f"{self._name}-calico",
             "calico",
             PINNED.tigera_operator,
             TIGERA_OPERATOR_NAMESPACE,
             calico_values(tenant.network.pod_cidr, self._address),
-            self._in_tenant(depends_on=[self._namespaces[TIGERA_OPERATOR_NAMESPACE]]),
+            self._in_tenant(depends_on=[operator_namespace, calico_crds]),
         )
         hami_after: list[pulumi.Resource] = [self._namespaces[HAMI_NAMESPACE], calico]
         if platform.mode == "prod":

@@ -41,6 +41,8 @@ from components.versions import PINNED
 
 # Namespaces of what the platform installs inside a tenant.
 TIGERA_OPERATOR_NAMESPACE = "tigera-operator"
+# The release of Calico's CRD chart (the name upstream's README uses), in the operator's namespace.
+CALICO_CRDS_RELEASE = "calico-crds"
 # Namespaces the tigera operator creates for Calico itself (calico-node/typha/kube-controllers,
 # goldmane and whisker live in calico-system; the Calico API server in calico-apiserver).
 CALICO_NAMESPACES = ("calico-system", "calico-apiserver")
@@ -174,6 +176,13 @@ def hami_values(
 
 
 # ----------------------------------------------------------------------------------- Calico
+
+
+def calico_crds_values() -> dict[str, Any]:
+    """Values for the ``crd.projectcalico.org.v1`` chart: none. Its ``values.yaml`` is empty and
+    its templates are plain CRDs (projectcalico/calico v3.32.1 ``charts/crd.projectcalico.org.v1``),
+    so every Calico and operator.tigera.io CRD is installed whatever is passed."""
+    return {}
 
 
 def calico_values(pod_cidr: str, api_server_host: Address = None) -> dict[str, Any]:

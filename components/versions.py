@@ -54,7 +54,12 @@ class PinnedVersions:
     # Kamaji's Helm repository only serves a moving 0.0.0+latest.
     kamaji_image_tag: str = "26.8.2-edge"
     kamaji_etcd: HelmChart = HelmChart("https://clastix.github.io/charts", "kamaji-etcd", "0.17.0")
-    # Inside each tenant.
+    # Inside each tenant. Since Calico v3.32.0 the tigera-operator chart ships no CRDs: they come
+    # from the separate crd.projectcalico.org.v1 chart of the same Calico release, installed
+    # first (projectcalico/calico v3.32.1 charts/tigera-operator/README.md; release note #11727).
+    calico_crds: HelmChart = HelmChart(
+        "https://docs.tigera.io/calico/charts", "crd.projectcalico.org.v1", "v3.32.1"
+    )
     tigera_operator: HelmChart = HelmChart(
         "https://docs.tigera.io/calico/charts", "tigera-operator", "v3.32.1"
     )

@@ -19,6 +19,8 @@ EXPECTED_TAGS = {
     "metallb": PINNED.metallb.version,
     "cert-manager": PINNED.cert_manager.version,
     "tigera-operator": PINNED.tigera_operator.version,
+    # The Installation CRD, from the crd.projectcalico.org.v1 chart.
+    "calico": PINNED.calico_crds.version,
     "gpu-operator": PINNED.gpu_operator.version,
     "cluster-api-operator": PINNED.cluster_api_operator.version,
     "cluster-api": PINNED.cluster_api,

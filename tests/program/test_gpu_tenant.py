@@ -314,6 +314,20 @@ def test_hami_comes_after_calico_and_workloads_after_hami(updated: Recording) ->
                 assert hami.urn in reg.dependencies
 
 
+def test_calico_crds_are_installed_before_the_operator(updated: Recording) -> None:
+    """tigera-operator v3.32 renders an Installation but ships no CRD for it: the CRD chart of
+    the same Calico release comes first, in every tenant of both stacks."""
+    for name in _tenants(updated):
+        crds = _release(updated, name, "calico-crds")
+        operator = _release(updated, name, "calico")
+        assert crds.inputs["chart"] == "crd.projectcalico.org.v1"
+        assert crds.inputs["version"] == operator.inputs["version"]
+        assert crds.inputs["repositoryOpts"] == operator.inputs["repositoryOpts"]
+        assert crds.inputs.get("values") in (None, {})
+        assert crds.urn in operator.dependencies
+        assert crds.provider == operator.provider
+
+
 def test_tenant_stack_values(updated: Recording) -> None:
     platform = load_stack_config(updated.stack)["gpu-platform:platform"]
     for tenant in platform["tenants"]:

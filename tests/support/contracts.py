@@ -34,6 +34,14 @@ CHART_DIRS: dict[str, str] = {
     "cluster-api-operator": "cluster-api-operator",
 }
 
+# Charts whose default values.yaml is empty and whose templates read no value: every key set for
+# them is unknown. Each entry names the evidence.
+VALUELESS_CHARTS: dict[str, str] = {
+    # projectcalico/calico v3.32.1: charts/crd.projectcalico.org.v1/values.yaml is the empty blob
+    # (e69de29b) and its templates are plain CRD manifests.
+    "crd.projectcalico.org.v1": "plain CRDs, empty values.yaml",
+}
+
 # Subcharts bundled by a chart: their keys live under the subchart's name and are checked
 # against the subchart's own defaults (platform.md §6).
 SUBCHARTS: dict[str, dict[str, str]] = {"kamaji": {"kamaji-etcd": "kamaji-etcd"}}
@@ -92,6 +100,8 @@ def _path_exists(defaults: Any, path: tuple[str, ...]) -> bool:
 
 def missing_values_keys(upstream: Path, chart: str, values: Mapping[str, Any]) -> list[str]:
     """Dotted keys set in ``values`` that the pinned chart (or its subcharts) does not have."""
+    if chart in VALUELESS_CHARTS:
+        return [".".join(path) for path in _leaf_paths(values) if path]
     defaults = chart_defaults(upstream, chart)
     subcharts = SUBCHARTS.get(chart, {})
     allowed_extra = COMMENTED_DEFAULTS.get(chart, set())
