@@ -54,6 +54,9 @@ MINIMAL: Mapping[str, Minimal] = {
     "kubernetes:helm.sh/v3:Release": Minimal(
         "pulumi_kubernetes.helm.v3", "Release", {"chart": "chart"}
     ),
+    "kubernetes:apps/v1:DaemonSet": Minimal(
+        "pulumi_kubernetes.apps.v1", "DaemonSet", {"spec": {"selector": {}, "template": {}}}
+    ),
     "kubernetes:apps/v1:Deployment": Minimal(
         "pulumi_kubernetes.apps.v1", "Deployment", {"spec": {"selector": {}, "template": {}}}
     ),
@@ -73,6 +76,12 @@ MINIMAL: Mapping[str, Minimal] = {
         "pulumi_kubernetes.rbac.v1",
         "ClusterRoleBinding",
         {"role_ref": {"api_group": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ""}},
+    ),
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": Minimal("pulumi_kubernetes.rbac.v1", "Role"),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": Minimal(
+        "pulumi_kubernetes.rbac.v1",
+        "RoleBinding",
+        {"role_ref": {"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": ""}},
     ),
 }
 

@@ -44,6 +44,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import PlatformConfig, Tenant
+from components.lab import kube_proxy
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL
 from components.management_cluster import ManagementCluster
 from components.tenant_specs import (
@@ -493,6 +494,9 @@ class GpuTenant(pulumi.ComponentResource):
             self._in_tenant(depends_on=[operator_namespace, calico_crds]),
         )
         hami_after: list[pulumi.Resource] = [self._namespaces[HAMI_NAMESPACE], calico]
+        if platform.mode == "lab":
+            # HAMi's certificate hook Job and scheduler reach the API through its ClusterIP.
+            hami_after.append(self._lab_kube_proxy())
         if platform.mode == "prod":
             operator_after: list[pulumi.Resource] = [
                 self._namespaces[GPU_OPERATOR_NAMESPACE],
@@ -544,6 +548,60 @@ class GpuTenant(pulumi.ComponentResource):
             )
         self._hami = hami
         return [calico, hami]
+
+    def _lab_kube_proxy(self) -> k8s.apps.v1.DaemonSet:
+        """LAB_ONLY: a kube-proxy that never writes a conntrack sysctl, in place of Kamaji's addon
+        (``components.lab.kube_proxy``); its kubeconfig points at the control plane's
+        LoadBalancer address, the only way to the API before kube-proxy runs."""
+        if self._address is None:
+            raise ValueError(
+                f"tenant {self._tenant.name}: the lab's kube-proxy needs the control plane's "
+                "LoadBalancer address (controlPlane.address or the MetalLB pool)"
+            )
+        objects = kube_proxy.manifests(self._platform.kubernetes_version, self._labels)
+        name = f"{self._name}-kube-proxy"
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-account",
+            metadata=objects["serviceAccount"]["metadata"],
+            opts=self._in_tenant(),
+        )
+        binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-binding",
+            metadata=objects["clusterRoleBinding"]["metadata"],
+            role_ref=objects["clusterRoleBinding"]["roleRef"],
+            subjects=objects["clusterRoleBinding"]["subjects"],
+            opts=self._in_tenant(depends_on=[account]),
+        )
+        role = k8s.rbac.v1.Role(
+            f"{name}-config-reader",
+            metadata=objects["role"]["metadata"],
+            rules=objects["role"]["rules"],
+            opts=self._in_tenant(),
+        )
+        k8s.rbac.v1.RoleBinding(
+            f"{name}-config-reader-binding",
+            metadata=objects["roleBinding"]["metadata"],
+            role_ref=objects["roleBinding"]["roleRef"],
+            subjects=objects["roleBinding"]["subjects"],
+            opts=self._in_tenant(depends_on=[role]),
+        )
+        pod_cidr = self._tenant.network.pod_cidr
+        config = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata=objects["configMap"]["metadata"],
+            data=self._address.apply(
+                lambda address: kube_proxy.config_map_data(
+                    pod_cidr, f"https://{address}:{API_SERVER_PORT}"
+                )
+            ),
+            opts=self._in_tenant(),
+        )
+        return k8s.apps.v1.DaemonSet(
+            name,
+            metadata=objects["daemonSet"]["metadata"],
+            spec=objects["daemonSet"]["spec"],
+            opts=self._in_tenant(depends_on=[binding, config]),
+        )
 
     def _tenant_namespace(self, namespace: str, extra_labels: dict[str, str]) -> pulumi.Resource:
         return k8s.core.v1.Namespace(

@@ -170,17 +170,21 @@ def control_plane_resources(resources: ControlPlaneResources) -> dict[str, dict[
     }
 
 
-def addons() -> dict[str, Any]:
-    """CoreDNS, kube-proxy and Konnectivity (the tenant API server reaches webhooks,
-    aggregated APIs, logs and exec on the workers only through Konnectivity)."""
-    return {
+def addons(lab: bool) -> dict[str, Any]:
+    """CoreDNS and Konnectivity (the tenant API server reaches webhooks, aggregated APIs, logs and
+    exec on the workers only through Konnectivity); in prod also Kamaji's kube-proxy. The lab runs
+    its own kube-proxy instead (``components.lab.kube_proxy``): Kamaji's writes a conntrack sysctl
+    that is read-only inside a kindest/node container and exits there."""
+    enabled: dict[str, Any] = {
         "coreDNS": {},
-        "kubeProxy": {},
         "konnectivity": {
             "server": {"port": KONNECTIVITY_PORT},
             "agent": {"mode": "DaemonSet"},
         },
     }
+    if not lab:
+        enabled["kubeProxy"] = {}
+    return enabled
 
 
 def _kubernetes(tenant: Tenant, version: str, lab: bool) -> dict[str, Any]:
@@ -232,7 +236,7 @@ def tenant_control_plane(
             },
             "kubernetes": _kubernetes(tenant, kubernetes_version, lab=True),
             "networkProfile": network,
-            "addons": addons(),
+            "addons": addons(lab=True),
         },
     }
 
@@ -254,7 +258,7 @@ def kamaji_control_plane(
         "dataStoreName": data_store_name(tenant),
         "dataStoreSchema": tenant.data_store.schema_name,
         "dataStoreUsername": tenant.data_store.username,
-        "addons": addons(),
+        "addons": addons(lab=False),
         "kubelet": kubernetes["kubelet"],
         "network": network,
         "apiServer": {"resources": resources["apiServer"]},

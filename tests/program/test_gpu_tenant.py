@@ -5,13 +5,16 @@ unknown in preview, and the ordering that keeps the control plane and HAMi healt
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.support.harness import UNKNOWN, Recording, Registration, evaluate, load_stack_config
+from tests.support.kube_proxy_model import sysctl_writes
 
 TENANT = "gpu-platform:index:GpuTenant"
 POOL = "gpu-platform:index:GpuWorkerPool"
@@ -326,6 +329,40 @@ def test_calico_crds_are_installed_before_the_operator(updated: Recording) -> No
         assert crds.inputs.get("values") in (None, {})
         assert crds.urn in operator.dependencies
         assert crds.provider == operator.provider
+
+
+def test_lab_kube_proxy_never_sets_a_conntrack_sysctl(evaluated: Evaluated) -> None:
+    """In the lab each tenant runs its own kube-proxy (Kamaji's writes nf_conntrack_max, which is
+    read-only inside a kindest/node container): no conntrack sysctl on any host, its API server
+    the control plane's LoadBalancer address, and HAMi (whose hook Job needs ClusterIPs) after it.
+    Prod keeps Kamaji's addon."""
+    lab = evaluated("lab", False)
+    for name in _tenants(lab):
+        tcp = _named(lab, f"{name}-control-plane")
+        assert "kubeProxy" not in tcp.inputs["spec"]["addons"]
+        config = _named(lab, f"{name}-kube-proxy-config")
+        assert config.inputs["metadata"]["namespace"] == "kube-system"
+        assert config.inputs["metadata"]["name"] == "kube-proxy"
+        conf = yaml.safe_load(config.inputs["data"]["config.conf"])
+        for cpus in (1, 4, 8, 16, 128):
+            assert sysctl_writes(conf["conntrack"], cpus) == [], (name, cpus)
+        kubeconfig = yaml.safe_load(config.inputs["data"]["kubeconfig.conf"])
+        server = kubeconfig["clusters"][0]["cluster"]["server"]
+        address = tcp.inputs["spec"]["networkProfile"]["address"]
+        assert server == f"https://{address}:6443"
+        service_cidr = ipaddress.ip_network(tcp.inputs["spec"]["networkProfile"]["serviceCidrs"][0])
+        assert ipaddress.ip_address(address) not in service_cidr
+        daemon_set = _named(lab, f"{name}-kube-proxy")
+        assert daemon_set.type == "kubernetes:apps/v1:DaemonSet"
+        assert daemon_set.inputs["spec"]["template"]["metadata"]["labels"]["k8s-app"] == (
+            "kube-proxy"
+        )
+        assert config.urn in daemon_set.dependencies
+        assert daemon_set.urn in _release(lab, name, "hami").dependencies
+    prod = evaluated("prod", False)
+    for kcp in prod.of_type(KCP):
+        assert kcp.inputs["spec"]["addons"]["kubeProxy"] == {}
+    assert not [r for r in prod.resources if r.name.endswith("-kube-proxy")]
 
 
 def test_tenant_stack_values(updated: Recording) -> None:

@@ -158,7 +158,13 @@ def test_tenant_control_plane_addons_include_konnectivity() -> None:
     addons = _tcp()["spec"]["addons"]
     assert addons["konnectivity"] == {"server": {"port": 8132}, "agent": {"mode": "DaemonSet"}}
     assert addons["coreDNS"] == {}
-    assert addons["kubeProxy"] == {}
+
+
+def test_lab_control_planes_leave_kube_proxy_to_the_lab_and_prod_keeps_kamajis() -> None:
+    """Kamaji's kube-proxy writes nf_conntrack_max, read-only in a kindest/node container; the
+    lab runs its own (components.lab.kube_proxy). Real machines keep Kamaji's addon."""
+    assert "kubeProxy" not in _tcp()["spec"]["addons"]
+    assert _kcp(PROD.tenants[0])["spec"]["addons"]["kubeProxy"] == {}
 
 
 def test_admission_controllers_stay_kamajis_default_unless_configured(upstream_dir: Path) -> None:
