@@ -10,13 +10,17 @@ Formats relied on (HAMi v2.10.0, platform.md §3):
   ``index``, ``count``, ``devmem``, ``devcore``, ``type``, ``numa``, ``mode``, ``health``).
   ``count`` is the card's sharing slots (``deviceSplitCount``), ``devmem`` MiB, ``devcore``
   compute units (100 = one card), ``type`` the product string, which must contain ``NVIDIA``
-  for HAMi's scheduler to consider the card. The mock device plugin
-  (``projecthami/mock-device-plugin`` v1.0.1, ``internal/pkg/api/device/nvidia/device.go``) reads
-  this annotation and advertises ``nvidia.com/gpumem``/``gpucores``/``gpumem-percentage`` from it.
+  for HAMi's scheduler to consider the card. In the lab, HAMi's mock device plugin
+  (``projecthami/mock-device-plugin`` v1.0.1, run by ``components.lab.mock_device_plugin``) reads
+  this annotation and advertises ``nvidia.com/gpumem`` (the cards' MiB), ``gpucores`` (their
+  units) and ``gpumem-percentage`` (100 per card) from it (``internal/pkg/api/device/nvidia/
+  device.go`` ``GetResource``); it does not advertise ``nvidia.com/gpu``.
 * Node status capacity ``nvidia.com/gpu`` > 0 is the mock plugin's health gate
   (``device.CheckHealthy``) and HAMi's scheduler keeps the node healthy while allocatable
   ``nvidia.com/gpu`` > 0 (``device.CheckHealth``): cards x slots.
-* ``gpu=on`` is the HAMi chart's ``devicePlugin.nvidiaNodeSelector`` (values.yaml of chart 2.10.0).
+* ``gpu=on`` is the HAMi chart's ``devicePlugin.nvidiaNodeSelector`` (values.yaml of chart
+  2.10.0): it places the real device plugin on prod's GPU nodes. Nothing in the lab selects on it
+  (the mock's DaemonSet has no node selector); lab nodes carry it to look like prod's.
 """
 
 from __future__ import annotations

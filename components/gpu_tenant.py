@@ -23,8 +23,9 @@ Layer by layer, for one tenant:
 4. **Inside the tenant** (tenant provider only): Calico's CRDs (the ``crd.projectcalico.org.v1``
    chart), then Calico through the tigera-operator chart, in
    prod the NVIDIA GPU Operator, then HAMi (webhook excluding the system, CNI, HAMi and GPU
-   Operator namespaces; mock device plugin in the lab, the real one in prod), GPU
-   ResourceQuotas and the declared GPU workloads.
+   Operator namespaces; the real device plugin in prod), GPU ResourceQuotas and the declared GPU
+   workloads. The lab adds its own kube-proxy and HAMi's mock device plugin
+   (``components.lab``).
 
 Ordering caveat for worker pools: the Helm releases inside the tenant (``ready``) complete only
 once workers have joined — HAMi's certificate hook Job and the tigera-operator, HAMi scheduler
@@ -44,8 +45,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import PlatformConfig, Tenant
-from components.lab import kube_proxy
-from components.labels import HAMI_WEBHOOK_IGNORE_LABEL
+from components.lab import kube_proxy, mock_device_plugin
+from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, LAB_ONLY_LABEL
 from components.management_cluster import ManagementCluster
 from components.tenant_specs import (
     ADMIN_KUBECONFIG_KEY,
@@ -537,6 +538,8 @@ class GpuTenant(pulumi.ComponentResource):
             ),
             self._in_tenant(depends_on=hami_after),
         )
+        if "mock" in device_modes(platform, tenant):
+            self._lab_mock_device_plugin(after=[hami])
         for quota in tenant.gpu_quotas:
             manifest = resource_quota(quota, tenant.name)
             created = self._namespaces.get(quota.namespace)
@@ -601,6 +604,52 @@ class GpuTenant(pulumi.ComponentResource):
             metadata=objects["daemonSet"]["metadata"],
             spec=objects["daemonSet"]["spec"],
             opts=self._in_tenant(depends_on=[binding, config]),
+        )
+
+    def _lab_mock_device_plugin(self, after: Sequence[pulumi.Resource]) -> k8s.apps.v1.DaemonSet:
+        """LAB_ONLY: HAMi's mock device plugin with a device config it can decode, in place of
+        the chart's (``components.lab.mock_device_plugin``). Created once HAMi is up: then the
+        tenant's pod network and ClusterIPs work, and awaiting the DaemonSet proves the mock runs
+        on every node."""
+        labels = {**self._labels, LAB_ONLY_LABEL: "true"}
+        objects = mock_device_plugin.manifests(
+            HAMI_NAMESPACE, PINNED.hami_mock_device_plugin_tag, labels
+        )
+        name = f"{self._name}-mock-device-plugin"
+        namespace = self._namespaces[HAMI_NAMESPACE]
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-account",
+            metadata=objects["serviceAccount"]["metadata"],
+            opts=self._in_tenant(depends_on=[namespace]),
+        )
+        role = k8s.rbac.v1.ClusterRole(
+            f"{name}-role",
+            metadata=objects["clusterRole"]["metadata"],
+            rules=objects["clusterRole"]["rules"],
+            opts=self._in_tenant(),
+        )
+        binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-binding",
+            metadata=objects["clusterRoleBinding"]["metadata"],
+            role_ref=objects["clusterRoleBinding"]["roleRef"],
+            subjects=objects["clusterRoleBinding"]["subjects"],
+            opts=self._in_tenant(depends_on=[role, account]),
+        )
+        config = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata=objects["configMap"]["metadata"],
+            data=objects["configMap"]["data"],
+            opts=self._in_tenant(depends_on=[namespace]),
+        )
+        timeout = f"{release_timeout_seconds(self._platform.mode)}s"
+        return k8s.apps.v1.DaemonSet(
+            name,
+            metadata=objects["daemonSet"]["metadata"],
+            spec=objects["daemonSet"]["spec"],
+            opts=self._in_tenant(
+                depends_on=[binding, config, *after],
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+            ),
         )
 
     def _tenant_namespace(self, namespace: str, extra_labels: dict[str, str]) -> pulumi.Resource:

@@ -16,9 +16,10 @@ Decisions made here (platform.md §3, pitfalls 2, 3, 5):
 * **Node-lock timeout** — HAMi 2.10.0 reads the lock expiry from the scheduler's
   ``--node-lock-timeout`` flag (default 5m; it overrides the ``HAMI_NODELOCK_EXPIRE`` env that the
   chart's ``scheduler.nodeLockExpire`` sets, so that key has no effect).
-* **Device plugin** — the lab runs HAMi's mock device plugin and not the real one (kindest/node
-  has no NVML); prod runs the real one under the GPU Operator's ``nvidia`` runtime class and lets
-  the GPU Operator provide driver and toolkit (its own device plugin off).
+* **Device plugin** — the real one is off in the lab (kindest/node has no NVML), and so is the
+  chart's mock (``components.lab.mock_device_plugin`` says why and runs it instead); prod runs the
+  real one under the GPU Operator's ``nvidia`` runtime class and lets the GPU Operator provide
+  driver and toolkit (its own device plugin off).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from components.config import (
     Tenant,
 )
 from components.tenant_specs import Address, dedicated_etcd_name
-from components.versions import PINNED
 
 # Namespaces of what the platform installs inside a tenant.
 TIGERA_OPERATOR_NAMESPACE = "tigera-operator"
@@ -167,11 +167,9 @@ def hami_values(
         },
         "devicePlugin": device_plugin,
     }
-    if "mock" in modes:
-        values["mockDevicePlugin"] = {
-            "enabled": True,
-            "image": {"tag": PINNED.hami_mock_device_plugin_tag},
-        }
+    # The chart's mock device plugin stays off (its default) even for mock pools: it mounts the
+    # scheduler's device config, which mock 1.0.1 cannot decode. The lab runs the mock itself
+    # (components.lab.mock_device_plugin).
     return values
 
 

@@ -382,7 +382,7 @@ def test_tenant_stack_values(updated: Recording) -> None:
         lock = f"--node-lock-timeout={platform['hami']['nodeLockTimeout']}"
         assert lock in hami["scheduler"]["extender"]["extraArgs"]
         if updated.stack == "lab":
-            assert hami["mockDevicePlugin"]["enabled"] is True
+            assert hami.get("mockDevicePlugin", {}).get("enabled", False) is False
             assert hami["devicePlugin"]["enabled"] is False
         else:
             assert "mockDevicePlugin" not in hami
