@@ -17,6 +17,8 @@ to check capacity fit at preview). Decisions live in ``components.gpu_inventory`
 
 from __future__ import annotations
 
+import os
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +38,7 @@ from components.gpu_inventory import (
     pool_inventory,
 )
 from components.gpu_tenant import GpuTenant
+from components.lab import docker_host
 from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TENANT_LABEL
 from components.management_cluster import ManagementCluster
 from components.scripts import read_script
@@ -142,6 +145,23 @@ class GpuWorkerPool(pulumi.ComponentResource):
         capacity = str(gpu_capacity(cards, pool.slots_per_card))
         labels = node_labels(tenant_name, pool.name, cards, lab=True)
 
+        # kind's host-dependent node arguments (/dev/mapper, --userns=host, /dev/fuse, the
+        # proxy), decided from `docker info` and this process's environment as kind decides them.
+        host = docker_host.node_options(docker_host.docker_host(docker_host.read_docker_info()))
+        for reason in host.reasons:
+            pulumi.log.info(f"pool {pool.name}: worker containers get {reason}", resource=self)
+        proxy = docker_host.proxy_settings(os.environ)
+        envs: pulumi.Output[list[str]] | None = None
+        if proxy:
+            direct = [args.tenant_config.network.pod_cidr, args.tenant_config.network.service_cidr]
+            envs = pulumi.Output.secret(
+                args.tenant.endpoint.apply(
+                    lambda endpoint: docker_host.proxy_envs(
+                        proxy, [urllib.parse.urlparse(endpoint).hostname or "", *direct, *names]
+                    )
+                )
+            )
+
         image = docker.RemoteImage(
             f"{name}-worker-image",
             name=args.platform.effective_worker_image,
@@ -160,13 +180,16 @@ class GpuWorkerPool(pulumi.ComponentResource):
                 ],
                 opts=self._opts(delete_before_replace=True),
             )
-            spec = worker_container_spec(tenant_name, pool.name, node)
+            spec = worker_container_spec(tenant_name, pool.name, node, host)
+            devices = [docker.ContainerDeviceArgs(**d) for d in spec.pop("devices", [])]
             container = docker.Container(
                 f"{name}-{index}",
                 image=image.image_id,
                 networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=network)],
                 volumes=[docker.ContainerVolumeArgs(**v) for v in spec.pop("volumes")],
                 labels=[docker.ContainerLabelArgs(**label) for label in spec.pop("labels")],
+                devices=devices or None,
+                envs=envs,
                 **spec,
                 # The kind network exists once the management cluster is up (kind_network alone
                 # may be a plain name that carries no dependency).

@@ -82,8 +82,18 @@ def test_lab_pool_runs_one_kindest_node_container_per_replica(lab: Recording, po
         assert inputs["hostname"] == inputs["name"]
         assert inputs["networksAdvanced"] == [{"name": "kind"}]
         assert inputs["privileged"] is True
-        assert sorted(inputs["securityOpts"]) == ["apparmor=unconfined", "seccomp=unconfined"]
+        # label=disable: what Docker stores for a privileged container anyway, declared so the
+        # provider's read-back matches and no later `up` replaces the worker.
+        assert sorted(inputs["securityOpts"]) == [
+            "apparmor=unconfined",
+            "label=disable",
+            "seccomp=unconfined",
+        ]
         assert set(inputs["tmpfs"]) == {"/tmp", "/run"}
+        # No Docker facts, no proxy under the harness: kind's host-dependent arguments stay off.
+        assert "usernsMode" not in inputs
+        assert "devices" not in inputs
+        assert "envs" not in inputs
         assert inputs["cgroupnsMode"] == "private"
         mounts = {v["containerPath"]: v for v in inputs["volumes"]}
         assert mounts["/var"]["volumeName"] in volumes
@@ -96,6 +106,43 @@ def test_lab_pool_runs_one_kindest_node_container_per_replica(lab: Recording, po
             for urn in container.dependencies
             if urn in by_urn
         ), container.name
+
+
+def test_lab_workers_get_kinds_host_dependent_arguments(tmp_path: Path) -> None:
+    """On a btrfs host with user-namespace remapping behind a proxy, the workers get what kind
+    gives its own nodes there: /dev/mapper, the host user namespace, the proxy with NO_PROXY
+    covering the tenant's API address, CIDRs and nodes (secret: proxy URLs may hold passwords)."""
+    samples = Path(__file__).parents[1] / "unit" / "samples"
+    info = json.loads((samples / "docker-info-btrfs.json").read_text())
+    info["SecurityOptions"].append("name=userns")
+    path = tmp_path / "docker-info.json"
+    path.write_text(json.dumps(info))
+    recording = evaluate(
+        "lab",
+        False,
+        environment={
+            "GPU_PLATFORM_DOCKER_INFO": str(path),
+            "HTTPS_PROXY": "http://u:pw@proxy:3128",
+        },
+    )
+    assert recording.error is None, recording.error
+    tenant = load_stack_config("lab")["gpu-platform:platform"]["tenants"][0]
+    (container,) = pool_children(recording, "tenant-a-a100", CONTAINER)
+    inputs = container.inputs
+    assert {"hostPath": "/dev/mapper", "containerPath": "/dev/mapper"} in inputs["volumes"]
+    assert inputs["usernsMode"] == "host"
+    assert container.input_is_secret("envs")
+    envs = dict(entry.split("=", 1) for entry in inputs["envs"])
+    assert envs["HTTPS_PROXY"] == envs["https_proxy"] == "http://u:pw@proxy:3128"
+    no_proxy = envs["NO_PROXY"].split(",")
+    tcp = recording.named("tenant-a-control-plane")
+    for direct in (
+        tcp.inputs["spec"]["networkProfile"]["address"],
+        tenant["network"]["podCidr"],
+        tenant["network"]["serviceCidr"],
+        "tenant-a-a100-0",
+    ):
+        assert direct in no_proxy
 
 
 @pytest.mark.parametrize("pool", sorted(LAB_NODES))

@@ -216,12 +216,15 @@ def evaluate(
     preview: bool,
     config: dict[str, Any] | None = None,
     timeout: float = 240.0,
+    environment: dict[str, str] | None = None,
 ) -> Recording:
-    """Evaluate the program for a stack (or an explicit config block) in a child process."""
+    """Evaluate the program for a stack (or an explicit config block) in a child process, with
+    ``environment`` added to the child's (the host's proxy variables are never passed on)."""
     request = {
         "stack": stack,
         "preview": preview,
         "config": config if config is not None else load_stack_config(stack),
+        "environment": environment or {},
     }
     payload = run_child("tests.support.harness_runner", request, timeout)
     resources = [Registration(**r) for r in payload.pop("resources")]

@@ -182,6 +182,14 @@ def main() -> None:
     os.environ["GPU_PLATFORM_SKIP_PREFLIGHT"] = "1"
     # ... and it installs no chart, so the pinned Kamaji chart need not be on this machine.
     os.environ["GPU_PLATFORM_SKIP_CHART_CHECK"] = "1"
+    # Nor is Docker asked about the host (an empty value means "no facts"; a test may set a path
+    # to a `docker info` sample).
+    os.environ.setdefault("GPU_PLATFORM_DOCKER_INFO", "")
+    # The lab hands the host's proxy settings to its node containers: here only a test's own.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        os.environ.pop(name, None)
+        os.environ.pop(name.lower(), None)
+    os.environ.update(request.get("environment") or {})
     preview = bool(request["preview"])
     values, secret_keys = harness.mock_config(request["config"])
     set_all_config(values, secret_keys)

@@ -57,7 +57,7 @@ def test_container_spec_has_kinds_node_flags() -> None:
     assert spec["name"] == "tenant-a-a100-0"
     assert spec["hostname"] == "tenant-a-a100-0"
     assert spec["privileged"] is True
-    assert sorted(spec["security_opts"]) == ["apparmor=unconfined", "seccomp=unconfined"]
+    assert {"apparmor=unconfined", "seccomp=unconfined"} <= set(spec["security_opts"])
     assert set(spec["tmpfs"]) == {"/tmp", "/run"}
     assert spec["cgroupns_mode"] == "private"
     assert spec["init"] is False
@@ -73,6 +73,26 @@ def test_container_spec_has_kinds_node_flags() -> None:
         "gpu-platform.io/lab-only": "true",
     }
     assert var_volume_name("n") == "n-var"
+
+
+def docker_security_opts(declared: list[str], privileged: bool) -> list[str]:
+    """``HostConfig.SecurityOpt`` as Docker stores it (moby docker-v29.7.2 daemon/create.go
+    generateSecurityOpt + daemon_unix.go:361-365): a caller's ``label=`` option is kept as is;
+    otherwise a privileged container (or one sharing the host's IPC/PID) gets
+    ``label=disable`` appended (``selinux.DisableSecOpt()`` is ``["disable"]`` on every host)."""
+    if any(opt.split("=", 1)[0] == "label" for opt in declared):
+        return list(declared)
+    return [*declared, "label=disable"] if privileged else list(declared)
+
+
+def test_the_container_declares_what_docker_reports_so_no_up_replaces_it() -> None:
+    """The provider reads security_opts back into a ForceNew set: a difference between what
+    was declared and what Docker reports replaces the worker on every `pulumi up`."""
+    spec = worker_container_spec("tenant-a", "a100", "tenant-a-a100-0")
+    reported = docker_security_opts(spec["security_opts"], spec["privileged"])
+    assert set(reported) == set(spec["security_opts"])
+    # kind's two options alone would not survive the round trip.
+    assert set(docker_security_opts(["seccomp=unconfined"], True)) != {"seccomp=unconfined"}
 
 
 # ------------------------------------------------------------------------------ durations
