@@ -3,8 +3,9 @@
 lab: ``replicas`` kindest/node containers on the kind docker network, joined to the tenant with
 kubeadm (scripts/worker/), each carrying the pool's declared cards (HAMi's
 ``hami.io/node-nvidia-register`` annotation, the ``nvidia.com/gpu`` status capacity the mock
-device plugin needs, HAMi's ``gpu=on`` label) and, per pool, the mock allocation completer that
-does what the mock device plugin's empty Allocate leaves undone.
+device plugin needs, the tenant/pool/model labels and prod's ``gpu=on``, which nothing in the
+lab selects on) and, per pool, the mock allocation completer that does what the mock device
+plugin's empty Allocate leaves undone and puts that identity back after restarts.
 
 prod: a Cluster API MachineDeployment with its KubeadmConfigTemplate (node labels through the
 kubelet) and infrastructure machine template (Metal3, or CAPD), plus an optional
@@ -27,7 +28,7 @@ import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
-from components.completer.manifests import completer_manifests, completer_script
+from components.completer.manifests import completer_manifests, completer_script, node_state
 from components.config import PlatformConfig, Tenant, WorkerPool
 from components.gpu_inventory import (
     GPU_COUNT_RESOURCE,
@@ -64,6 +65,9 @@ BASH = ("/bin/bash", "-c")
 # Which docker container backs a lab node (changes when the container is replaced, so the node
 # patch is applied again to the node the new container registers).
 WORKER_CONTAINER_ANNOTATION = "gpu-platform.io/worker-container"
+# pulumi-kubernetes: resolve server-side apply conflicts in this patch's favour
+# (provider/pkg/metadata/annotations.go AnnotationPatchForce).
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 
 
 def _script(name: str) -> str:
@@ -169,6 +173,19 @@ class GpuWorkerPool(pulumi.ComponentResource):
             opts=self._opts(),
         )
         joins: list[command.local.Command] = []
+        # What each node must carry; the completer keeps it in place across restarts.
+        identity = {
+            node: node_state(
+                labels,
+                {
+                    HAMI_NODE_REGISTER: node_register_annotation(
+                        tenant_name, pool.name, node, cards, pool.slots_per_card
+                    )
+                },
+                {GPU_COUNT_RESOURCE: capacity},
+            )
+            for node in names
+        }
         for index, node in enumerate(names):
             volume = docker.Volume(
                 f"{name}-{index}-var",
@@ -233,32 +250,39 @@ class GpuWorkerPool(pulumi.ComponentResource):
                 triggers=[join.id],
                 opts=self._opts(depends_on=[join], delete_before_replace=True),
             )
-            # LAB_ONLY: simulated cards. A NodePatch (server-side apply) owns only these fields.
+            # LAB_ONLY: simulated cards. A NodePatch (server-side apply) owns only these fields;
+            # it wins over the completer, which co-owns them once it had to put one back.
             k8s.core.v1.NodePatch(
                 f"{name}-{index}-inventory",
                 metadata={
                     "name": node,
                     "labels": labels,
                     "annotations": {
-                        HAMI_NODE_REGISTER: node_register_annotation(
-                            tenant_name, pool.name, node, cards, pool.slots_per_card
-                        ),
+                        **identity[node]["annotations"],
                         WORKER_CONTAINER_ANNOTATION: container.id,
+                        PATCH_FORCE_ANNOTATION: "true",
                     },
                 },
                 opts=self._in_tenant(depends_on=[join]),
             )
-        self.completer = self._mock_allocation_completer(joins)
+        self.completer = self._mock_allocation_completer(joins, identity)
         return pulumi.Output.all(*[join.id for join in joins]).apply(lambda _: list(names))
 
     def _mock_allocation_completer(
-        self, nodes: list[command.local.Command]
+        self,
+        nodes: list[command.local.Command],
+        identity: dict[str, dict[str, dict[str, str]]],
     ) -> k8s.apps.v1.Deployment:
-        """The pool's completer (lab only): it needs the pool's nodes and the tenant's CNI."""
+        """The pool's completer (lab only): it needs the pool's nodes and the tenant's CNI, and
+        keeps each node's declared ``identity`` (labels, register annotation, GPU capacity)."""
         args = self._args
         name = self._name
         manifests = completer_manifests(
-            args.tenant_config.name, args.pool.name, completer_script(), PINNED.completer_image
+            args.tenant_config.name,
+            args.pool.name,
+            completer_script(),
+            PINNED.completer_image,
+            identity,
         )
         namespace = k8s.core.v1.Namespace(
             f"{name}-completer-namespace",

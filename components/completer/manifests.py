@@ -1,16 +1,20 @@
 """Kubernetes objects that run the mock allocation completer inside a lab tenant (pure builder).
 
-One completer per pool, restricted to that pool's nodes by label: pools are the unit the
+One completer per pool, restricted to that pool's nodes by name: pools are the unit the
 GpuWorkerPool component owns, so every pool brings (and removes) its own completer and no pool
 depends on another. Per pool: a Namespace (excluded from HAMi's webhook, lab-only), a
-ServiceAccount, a ClusterRole with get/list/watch/patch on pods and nodes only, its binding, a
-ConfigMap holding the script, and a one-replica Deployment of the pinned stdlib-only Python image
+ServiceAccount, a ClusterRole that may list and patch pods and get and patch the pool's own nodes
+and their status (nothing else: ``resourceNames`` pins the nodes), its binding, a ConfigMap
+holding the script and the nodes' declared GPU identity (labels, register annotation,
+``nvidia.com/gpu`` capacity), and a one-replica Deployment of the pinned stdlib-only Python image
 running it as non-root with a read-only root filesystem and small requests/limits.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,7 @@ from components.labels import (
 
 SCRIPT_PATH = Path(__file__).with_name("mock_allocation_completer.py")
 SCRIPT_KEY = "mock_allocation_completer.py"
+NODES_KEY = "nodes.json"
 MOUNT_DIR = "/opt/completer"
 APP_LABEL = "app.kubernetes.io/name"
 APP_NAME = "gpu-mock-allocation-completer"
@@ -47,15 +52,29 @@ def completer_namespace(pool: str) -> str:
     return _label_safe("gpu-mock-completer", pool)
 
 
-def completer_node_selector(tenant: str, pool: str) -> str:
-    """The label selector of the nodes this completer looks after."""
-    return f"{TENANT_LABEL}={tenant},{POOL_LABEL}={pool}"
+def node_state(
+    labels: Mapping[str, str], annotations: Mapping[str, str], capacity: Mapping[str, str]
+) -> dict[str, dict[str, str]]:
+    """One node's declared GPU identity, as the completer keeps it in place."""
+    return {
+        "labels": dict(labels),
+        "annotations": dict(annotations),
+        "capacity": dict(capacity),
+    }
 
 
 def completer_manifests(
-    tenant: str, pool: str, script: str, image: str, poll_seconds: float = 1.0
+    tenant: str,
+    pool: str,
+    script: str,
+    image: str,
+    nodes: Mapping[str, Mapping[str, Mapping[str, str]]],
+    poll_seconds: float = 1.0,
 ) -> dict[str, dict[str, Any]]:
-    """Every object of one pool's completer, keyed by role, each a complete manifest."""
+    """Every object of one pool's completer, keyed by role, each a complete manifest; ``nodes``
+    maps the pool's node names to their ``node_state``."""
+    if not nodes:
+        raise ValueError(f"pool {pool}: the completer needs the pool's nodes")
     namespace = completer_namespace(pool)
     name = _label_safe("gpu-mock-completer", pool)
     labels = {
@@ -65,7 +84,10 @@ def completer_manifests(
         LAB_ONLY_LABEL: "true",
     }
     selector = {APP_LABEL: APP_NAME, POOL_LABEL: pool}
+    nodes_json = json.dumps({name: nodes[name] for name in sorted(nodes)}, sort_keys=True)
     script_sha = hashlib.sha256(script.encode()).hexdigest()
+    nodes_sha = hashlib.sha256(nodes_json.encode()).hexdigest()
+    node_names = sorted(nodes)
     return {
         "namespace": {
             "apiVersion": "v1",
@@ -85,11 +107,19 @@ def completer_manifests(
             "kind": "ClusterRole",
             "metadata": {"name": name, "labels": labels},
             "rules": [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch"]},
                 {
                     "apiGroups": [""],
-                    "resources": ["pods", "nodes"],
-                    "verbs": ["get", "list", "watch", "patch"],
-                }
+                    "resources": ["nodes"],
+                    "resourceNames": node_names,
+                    "verbs": ["get", "patch"],
+                },
+                {
+                    "apiGroups": [""],
+                    "resources": ["nodes/status"],
+                    "resourceNames": node_names,
+                    "verbs": ["patch"],
+                },
             ],
         },
         "clusterRoleBinding": {
@@ -107,7 +137,7 @@ def completer_manifests(
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "data": {SCRIPT_KEY: script},
+            "data": {SCRIPT_KEY: script, NODES_KEY: nodes_json},
         },
         "deployment": {
             "apiVersion": "apps/v1",
@@ -120,8 +150,12 @@ def completer_manifests(
                 "template": {
                     "metadata": {
                         "labels": labels,
-                        # A new script rolls the pod (the ConfigMap alone would not).
-                        "annotations": {"gpu-platform.io/script-sha256": script_sha},
+                        # A new script or node list rolls the pod (the ConfigMap alone would
+                        # not: both are read once, at start).
+                        "annotations": {
+                            "gpu-platform.io/script-sha256": script_sha,
+                            "gpu-platform.io/nodes-sha256": nodes_sha,
+                        },
                     },
                     "spec": {
                         "serviceAccountName": name,
@@ -140,10 +174,7 @@ def completer_manifests(
                                 "imagePullPolicy": "IfNotPresent",
                                 "command": ["python3", "-u", f"{MOUNT_DIR}/{SCRIPT_KEY}"],
                                 "env": [
-                                    {
-                                        "name": "NODE_SELECTOR",
-                                        "value": completer_node_selector(tenant, pool),
-                                    },
+                                    {"name": "NODES_FILE", "value": f"{MOUNT_DIR}/{NODES_KEY}"},
                                     {"name": "POLL_SECONDS", "value": f"{poll_seconds:g}"},
                                     {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
                                 ],

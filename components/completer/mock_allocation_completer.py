@@ -15,7 +15,19 @@ it. Its real NVIDIA device plugin then finishes the allocation in ``Allocate``
 The mock device plugin (``projecthami/mock-device-plugin`` 1.0.1) answers ``Allocate`` with an
 empty response, so the phase stays ``allocating`` and the node stays locked until the lock
 expires (5 minutes by default): one HAMi pod per node per 5 minutes. This controller does those
-three steps for pods on the mock nodes of one pool, polling the tenant API every second.
+three steps for pods on the mock nodes of one pool, polling the tenant API every second. Unlike
+HAMi's ``ReleaseNodeLock`` it leaves a legacy lock without an owner (a bare timestamp) alone:
+HAMi 2.10 always writes the owner form, and the scheduler's short ``--node-lock-timeout`` expires
+anything else.
+
+It also keeps the pool's nodes looking like GPU nodes (``NODES_FILE``: per node the labels, the
+``hami.io/node-nvidia-register`` annotation and the ``nvidia.com/gpu`` capacity the program
+declared). The kubelet zeroes extended resources it has no device-plugin checkpoint for whenever
+it starts against an existing Node (``kubelet_node_status.go`` ``reconcileExtendedResource``,
+``devicemanager`` ``ShouldResetExtendedResourceCapacity``), so a kubelet, container or host
+restart would leave the node with no ``nvidia.com/gpu`` (the mock's health gate, HAMi's node
+health) and nothing would set it again; a Node deleted and re-registered loses its labels and
+annotation. Each round puts back whatever is missing or zero, never a value someone changed.
 
 Annotation format (HAMi docs/develop/protocol.md, ``device.EncodePodSingleDevice``):
 ``hami.io/vgpu-devices-to-allocate`` lists containers in order (init containers first), every
@@ -61,6 +73,8 @@ TERMINAL_POD_PHASES = ("Succeeded", "Failed")
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+FIELD_MANAGER = "gpu-mock-completer"
 
 LOG = logging.getLogger("mock-allocation-completer")
 
@@ -195,9 +209,61 @@ def plan_completions(
     return sorted(plans, key=lambda p: (p.bind_time or 0, p.namespace, p.name))
 
 
-def pool_node_names(node_list: Mapping[str, Any]) -> set[str]:
-    """Names of the nodes in a NodeList."""
-    return {item["metadata"]["name"] for item in node_list.get("items") or []}
+def load_desired_nodes(text: str) -> dict[str, dict[str, dict[str, str]]]:
+    """``NODES_FILE``: node name -> ``labels``, ``annotations``, ``capacity`` (string maps)."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or not data:
+        raise ValueError(
+            "the nodes file must map node names to their labels, annotations, capacity"
+        )
+    desired: dict[str, dict[str, dict[str, str]]] = {}
+    for node, state in data.items():
+        if not isinstance(state, dict):
+            raise ValueError(f"node {node}: expected an object")
+        desired[str(node)] = {
+            key: {str(k): str(v) for k, v in (state.get(key) or {}).items()}
+            for key in ("labels", "annotations", "capacity")
+        }
+    return desired
+
+
+def node_metadata_patch(
+    node: Mapping[str, Any], desired: Mapping[str, Mapping[str, str]]
+) -> dict[str, Any] | None:
+    """A merge patch adding the desired labels and annotations the node lacks (a Node that was
+    deleted and registered again has none); a key that holds another value is left alone, since
+    someone (a newer declaration) changed it. None when nothing is missing."""
+    metadata = node.get("metadata") or {}
+    patch: dict[str, dict[str, str]] = {}
+    for key in ("labels", "annotations"):
+        present = metadata.get(key) or {}
+        missing = {k: v for k, v in (desired.get(key) or {}).items() if k not in present}
+        if missing:
+            patch[key] = missing
+    return {"metadata": patch} if patch else None
+
+
+def _is_zero(quantity: Any) -> bool:
+    return quantity is None or str(quantity).strip() in ("", "0")
+
+
+def node_status_patch(
+    node: Mapping[str, Any], capacity: Mapping[str, str]
+) -> dict[str, Any] | None:
+    """A status merge patch putting back each desired extended resource whose capacity or
+    allocatable is missing or zero (what the kubelet leaves after a restart without a
+    device-plugin checkpoint). None when the node has them."""
+    status = node.get("status") or {}
+    have_capacity = status.get("capacity") or {}
+    have_allocatable = status.get("allocatable") or {}
+    wanted = {
+        resource: value
+        for resource, value in capacity.items()
+        if _is_zero(have_capacity.get(resource)) or _is_zero(have_allocatable.get(resource))
+    }
+    if not wanted:
+        return None
+    return {"status": {"capacity": dict(wanted), "allocatable": dict(wanted)}}
 
 
 def completion_message(completion: Completion, lock: str, now: float) -> str:
@@ -260,6 +326,10 @@ class InClusterApi:
     def json_patch(self, path: str, operations: list[dict[str, Any]]) -> Any:
         return self._request("PATCH", path, json.dumps(operations).encode(), JSON_PATCH)
 
+    def merge_patch(self, path: str, body: Mapping[str, Any]) -> Any:
+        query = urllib.parse.urlencode({"fieldManager": FIELD_MANAGER})
+        return self._request("PATCH", f"{path}?{query}", json.dumps(body).encode(), MERGE_PATCH)
+
 
 # Conflicts and failed ``test`` ops: someone else changed the object; look again next round.
 _LOST_RACE = (404, 409, 422)
@@ -294,11 +364,35 @@ def complete(api: InClusterApi, completion: Completion) -> None:
     LOG.info("%s", completion_message(completion, lock, time.time()))
 
 
-def run_once(api: InClusterApi, node_selector: str) -> int:
+def reassert(api: InClusterApi, name: str, desired: Mapping[str, Mapping[str, str]]) -> bool:
+    """Put back what the node lacks of its declared GPU identity; False when it is not
+    registered (yet)."""
+    path = f"/api/v1/nodes/{urllib.parse.quote(name)}"
+    try:
+        node = api.get(path)
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    metadata = node_metadata_patch(node, desired)
+    if metadata is not None:
+        api.merge_patch(path, metadata)
+        keys = sorted(k for part in metadata["metadata"].values() for k in part)
+        LOG.info("node %s: put back %s", name, ", ".join(keys))
+    status = node_status_patch(node, desired.get("capacity") or {})
+    if status is not None:
+        api.merge_patch(f"{path}/status", status)
+        LOG.info("node %s: put back capacity %s", name, status["status"]["capacity"])
+    return True
+
+
+def run_once(api: InClusterApi, desired: Mapping[str, Mapping[str, Mapping[str, str]]]) -> int:
     """One polling round over the pool's nodes; returns how many pods were completed."""
-    nodes = pool_node_names(api.get("/api/v1/nodes", {"labelSelector": node_selector}))
+    nodes = set(desired)
     done = 0
     for node in sorted(nodes):
+        if not reassert(api, node, desired[node]):
+            continue
         pods = api.get("/api/v1/pods", {"fieldSelector": f"spec.nodeName={node}"})
         for completion in plan_completions(pods.get("items") or [], nodes):
             complete(api, completion)
@@ -310,13 +404,14 @@ def main() -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(levelname)s %(message)s"
     )
-    node_selector = os.environ["NODE_SELECTOR"]
+    with open(os.environ["NODES_FILE"], encoding="utf-8") as handle:
+        desired = load_desired_nodes(handle.read())
     interval = float(os.environ.get("POLL_SECONDS", "1"))
     api = InClusterApi()
-    LOG.info("watching nodes %s every %ss", node_selector, interval)
+    LOG.info("watching nodes %s every %ss", ", ".join(sorted(desired)), interval)
     while True:
         try:
-            run_once(api, node_selector)
+            run_once(api, desired)
         except Exception as exc:  # keep polling: the API may be briefly unreachable
             LOG.warning("round failed: %s", exc)
         time.sleep(interval)

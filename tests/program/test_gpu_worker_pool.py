@@ -241,11 +241,19 @@ def test_lab_pool_has_its_mock_allocation_completer(lab: Recording, pool: str) -
     assert container["image"] == PINNED.completer_image
     assert namespace.inputs["metadata"]["labels"]["hami.io/webhook"] == "ignore"
     assert role.inputs["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch"]},
         {
             "apiGroups": [""],
-            "resources": ["pods", "nodes"],
-            "verbs": ["get", "list", "watch", "patch"],
-        }
+            "resources": ["nodes"],
+            "resourceNames": LAB_NODES[pool],
+            "verbs": ["get", "patch"],
+        },
+        {
+            "apiGroups": [""],
+            "resources": ["nodes/status"],
+            "resourceNames": LAB_NODES[pool],
+            "verbs": ["patch"],
+        },
     ]
     completer_parts = [
         r
@@ -259,6 +267,35 @@ def test_lab_pool_has_its_mock_allocation_completer(lab: Recording, pool: str) -
     # the completer needs the pool's nodes joined
     joins = [c.urn for c in pool_children(lab, pool, COMMAND) if c.name.endswith("-node-join")]
     assert set(joins) <= set(deployment.dependencies)
+
+
+@pytest.mark.parametrize("pool", sorted(LAB_NODES))
+def test_the_completer_keeps_each_nodes_declared_gpu_identity(lab: Recording, pool: str) -> None:
+    """The kubelet zeroes nvidia.com/gpu on every restart (no device-plugin checkpoint) and a
+    re-registered Node has no labels or annotations; the one-shot join-time patches would not
+    run again, so the completer (which keeps running) holds what they set and puts it back."""
+    (config,) = [
+        c for c in pool_children(lab, pool, CONFIG_MAP) if c.name.endswith("-completer-script")
+    ]
+    identity = json.loads(config.inputs["data"]["nodes.json"])
+    assert sorted(identity) == LAB_NODES[pool]
+    capacities = {
+        c.inputs["environment"]["NODE_NAME"]: c.inputs["environment"]["GPU_CAPACITY"]
+        for c in pool_children(lab, pool, COMMAND)
+        if c.name.endswith("-gpu-capacity")
+    }
+    patches = {p.inputs["metadata"]["name"]: p for p in pool_children(lab, pool, NODE_PATCH)}
+    for node, state in identity.items():
+        assert state["capacity"] == {"nvidia.com/gpu": capacities[node]}
+        metadata = patches[node].inputs["metadata"]
+        assert state["labels"] == metadata["labels"]
+        assert state["annotations"] == {REGISTER: metadata["annotations"][REGISTER]}
+        # the declaration wins should the completer have co-owned a field it put back
+        assert metadata["annotations"]["pulumi.com/patchForce"] == "true"
+    (deployment,) = pool_children(lab, pool, DEPLOYMENT)
+    (container,) = deployment.inputs["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["NODES_FILE"].endswith("/nodes.json")
 
 
 def test_every_pool_command_creates_and_deletes(lab: Recording) -> None:

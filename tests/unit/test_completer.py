@@ -199,10 +199,74 @@ def test_plan_completions_orders_by_bind_time_and_counts_devices() -> None:
     assert "bind-phase=success" in message
 
 
-def test_pool_node_names() -> None:
-    listing = {"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}
-    assert completer.pool_node_names(listing) == {"a", "b"}
-    assert completer.pool_node_names({"items": None}) == set()
+# ---------------------------------------------------------- the nodes' declared identity
+
+REGISTER = "hami.io/node-nvidia-register"
+REGISTER_VALUE = '[{"id":"GPU-0","count":10,"devmem":81920,"devcore":100,"type":"NVIDIA-A100"}]'
+IDENTITY = {
+    "labels": {"gpu": "on", "gpu-platform.io/pool": "a100"},
+    "annotations": {REGISTER: REGISTER_VALUE},
+    "capacity": {"nvidia.com/gpu": "10"},
+}
+DESIRED = {NODE: IDENTITY}
+
+
+def node_object(
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    capacity: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": NODE,
+            "labels": dict(IDENTITY["labels"] if labels is None else labels),
+            "annotations": dict(IDENTITY["annotations"] if annotations is None else annotations),
+        },
+        "status": {
+            "capacity": dict(IDENTITY["capacity"] if capacity is None else capacity),
+            "allocatable": dict(IDENTITY["capacity"] if capacity is None else capacity),
+        },
+    }
+
+
+def test_a_node_with_its_identity_needs_nothing() -> None:
+    assert completer.node_metadata_patch(node_object(), IDENTITY) is None
+    assert completer.node_status_patch(node_object(), IDENTITY["capacity"]) is None
+
+
+def test_a_restarted_kubelets_zeroed_capacity_is_put_back() -> None:
+    """The kubelet sets extended resources to 0 when it starts without a device-plugin
+    checkpoint; capacity and allocatable both come back."""
+    for zeroed in ({"nvidia.com/gpu": "0"}, {}):
+        patch = completer.node_status_patch(node_object(capacity=zeroed), IDENTITY["capacity"])
+        assert patch == {
+            "status": {
+                "capacity": {"nvidia.com/gpu": "10"},
+                "allocatable": {"nvidia.com/gpu": "10"},
+            }
+        }
+
+
+def test_a_re_registered_nodes_labels_and_annotation_are_put_back() -> None:
+    patch = completer.node_metadata_patch(node_object(labels={}, annotations={}), IDENTITY)
+    assert patch == {
+        "metadata": {"labels": IDENTITY["labels"], "annotations": IDENTITY["annotations"]}
+    }
+
+
+def test_a_value_someone_changed_is_left_alone() -> None:
+    changed = node_object(annotations={REGISTER: "[]"}, capacity={"nvidia.com/gpu": "20"})
+    assert completer.node_metadata_patch(changed, IDENTITY) is None
+    assert completer.node_status_patch(changed, IDENTITY["capacity"]) is None
+
+
+def test_the_nodes_file_is_read_as_string_maps() -> None:
+    text = '{"n": {"labels": {"a": "b"}, "annotations": {}, "capacity": {"nvidia.com/gpu": 10}}}'
+    assert completer.load_desired_nodes(text) == {
+        "n": {"labels": {"a": "b"}, "annotations": {}, "capacity": {"nvidia.com/gpu": "10"}}
+    }
+    with pytest.raises(ValueError, match="node names"):
+        completer.load_desired_nodes("{}")
 
 
 # ------------------------------------------------------------ one round against a fake API
@@ -216,22 +280,24 @@ def _pointer_key(path: str) -> str:
 
 class FakeApi:
     """Nodes and pods in memory; JSON patches on annotations as the API server applies them
-    (a failed ``test`` op rejects the whole patch with 422)."""
+    (a failed ``test`` op rejects the whole patch with 422), merge patches on nodes and their
+    status; an unknown node is a 404."""
 
     def __init__(self, nodes: dict[str, dict[str, str]], pods: list[dict[str, Any]]) -> None:
-        self.nodes = {
-            name: {"metadata": {"name": name, "labels": {"pool": "a100"}, "annotations": dict(a)}}
-            for name, a in nodes.items()
-        }
+        self.nodes = {}
+        for name, extra in nodes.items():
+            node = node_object(annotations={**IDENTITY["annotations"], **extra})
+            node["metadata"]["name"] = name
+            self.nodes[name] = node
         self.pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
         self.patches: list[str] = []
 
     def get(self, path: str, params: dict[str, str] | None = None) -> Any:
-        if path == "/api/v1/nodes":
-            assert params == {"labelSelector": "pool=a100"}
-            return {"items": list(self.nodes.values())}
         if path.startswith("/api/v1/nodes/"):
-            return copy.deepcopy(self.nodes[path.rsplit("/", 1)[1]])
+            name = path.rsplit("/", 1)[1]
+            if name not in self.nodes:
+                raise completer.ApiError(404, "NotFound")
+            return copy.deepcopy(self.nodes[name])
         if path == "/api/v1/pods":
             assert params is not None
             node = params["fieldSelector"].removeprefix("spec.nodeName=")
@@ -255,6 +321,22 @@ class FakeApi:
         self.patches.append(path)
         return obj
 
+    def merge_patch(self, path: str, body: dict[str, Any]) -> Any:
+        parts = path.split("/")
+        assert parts[3] == "nodes", path
+        node = self.nodes[parts[4]]
+        if parts[5:] == ["status"]:
+            assert set(body) == {"status"}, body
+            for key, values in body["status"].items():
+                node["status"].setdefault(key, {}).update(values)
+        else:
+            assert parts[5:] == [], path
+            assert set(body) == {"metadata"}, body
+            for key, values in body["metadata"].items():
+                node["metadata"].setdefault(key, {}).update(values)
+        self.patches.append(path)
+        return node
+
 
 def hami_binds(api: FakeApi, name: str, at: int) -> None:
     """What HAMi's scheduler Bind does: take the node lock (it refuses while one is held),
@@ -269,7 +351,7 @@ def test_three_pods_bind_one_after_another_without_waiting_for_the_lock() -> Non
     api = FakeApi({NODE: {}}, [])
     for at, name in enumerate(["gpu-pod-1", "gpu-pod-2", "gpu-pod-3"]):
         hami_binds(api, name, at)
-        assert completer.run_once(api, "pool=a100") == 1  # type: ignore[arg-type]
+        assert completer.run_once(api, DESIRED) == 1  # type: ignore[arg-type]
     for name in ("gpu-pod-1", "gpu-pod-2", "gpu-pod-3"):
         annotations = api.pods[("acceptance", name)]["metadata"]["annotations"]
         assert annotations["hami.io/bind-phase"] == "success"
@@ -277,13 +359,13 @@ def test_three_pods_bind_one_after_another_without_waiting_for_the_lock() -> Non
         # what the acceptance suite reads for the card UUID stays untouched
         assert annotations["hami.io/vgpu-devices-allocated"] == f"{UUID_A},NVIDIA,20000,30:;"
     assert "hami.io/mutex.lock" not in api.nodes[NODE]["metadata"]["annotations"]
-    assert completer.run_once(api, "pool=a100") == 0  # type: ignore[arg-type]
+    assert completer.run_once(api, DESIRED) == 0  # type: ignore[arg-type]
 
 
 def test_a_lock_taken_by_another_pod_meanwhile_survives() -> None:
     other_lock = "2026-10-23T10:00:09Z,acceptance,someone-else"
     api = FakeApi({NODE: {"hami.io/mutex.lock": other_lock}}, [pod()])
-    assert completer.run_once(api, "pool=a100") == 1  # type: ignore[arg-type]
+    assert completer.run_once(api, DESIRED) == 1  # type: ignore[arg-type]
     assert (
         api.pods[("acceptance", "gpu-pod-1")]["metadata"]["annotations"]["hami.io/bind-phase"]
         == "success"
@@ -305,9 +387,30 @@ def test_a_pod_changed_between_read_and_patch_is_left_for_the_next_round() -> No
     assert "hami.io/mutex.lock" in api.nodes[NODE]["metadata"]["annotations"]
 
 
+def test_each_round_puts_back_what_a_restart_took() -> None:
+    api = FakeApi({NODE: {}}, [])
+    api.nodes[NODE]["status"] = {"capacity": {"nvidia.com/gpu": "0", "cpu": "8"}, "allocatable": {}}
+    del api.nodes[NODE]["metadata"]["annotations"][REGISTER]
+    assert completer.run_once(api, DESIRED) == 0  # type: ignore[arg-type]
+    node = api.nodes[NODE]
+    assert node["status"]["capacity"] == {"nvidia.com/gpu": "10", "cpu": "8"}
+    assert node["status"]["allocatable"] == {"nvidia.com/gpu": "10"}
+    assert node["metadata"]["annotations"][REGISTER] == REGISTER_VALUE
+    assert api.patches == [f"/api/v1/nodes/{NODE}", f"/api/v1/nodes/{NODE}/status"]
+    api.patches.clear()
+    assert completer.run_once(api, DESIRED) == 0  # type: ignore[arg-type]
+    assert api.patches == []
+
+
+def test_a_node_not_registered_yet_is_skipped() -> None:
+    api = FakeApi({}, [pod()])
+    assert completer.run_once(api, DESIRED) == 0  # type: ignore[arg-type]
+    assert api.patches == []
+
+
 def test_pods_on_nodes_outside_the_pool_are_ignored() -> None:
     api = FakeApi({NODE: {}}, [pod(node="stranger", bound_to=NODE)])
-    assert completer.run_once(api, "pool=a100") == 0  # type: ignore[arg-type]
+    assert completer.run_once(api, DESIRED) == 0  # type: ignore[arg-type]
     assert api.patches == []
 
 
@@ -330,24 +433,36 @@ def test_the_script_has_an_entry_point_and_reads_its_settings_from_env() -> None
     text = SCRIPT_PATH.read_text()
     assert text.startswith("#!/usr/bin/env python3")
     assert 'if __name__ == "__main__":' in text
-    assert 'os.environ["NODE_SELECTOR"]' in text
+    assert 'os.environ["NODES_FILE"]' in text
 
 
 # ------------------------------------------------------------------------------ manifests
 
 
 def manifests() -> dict[str, dict[str, Any]]:
-    return completer_manifests("tenant-a", "a100", completer_script(), PINNED.completer_image)
+    return completer_manifests(
+        "tenant-a", "a100", completer_script(), PINNED.completer_image, DESIRED
+    )
 
 
 def test_least_privilege_cluster_role() -> None:
+    """Pods: list (by node) and patch; the pool's own nodes, by name: get and patch, and patch
+    their status (the capacity the kubelet zeroes on restart). Nothing else."""
     role = manifests()["clusterRole"]
     assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch"]},
         {
             "apiGroups": [""],
-            "resources": ["pods", "nodes"],
-            "verbs": ["get", "list", "watch", "patch"],
-        }
+            "resources": ["nodes"],
+            "resourceNames": [NODE],
+            "verbs": ["get", "patch"],
+        },
+        {
+            "apiGroups": [""],
+            "resources": ["nodes/status"],
+            "resourceNames": [NODE],
+            "verbs": ["patch"],
+        },
     ]
     binding = manifests()["clusterRoleBinding"]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
@@ -370,7 +485,9 @@ def test_namespace_is_excluded_from_hamis_webhook_and_lab_only() -> None:
 
 def test_deployment_runs_the_shipped_script_hardened() -> None:
     objects = manifests()
-    assert objects["configMap"]["data"] == {"mock_allocation_completer.py": SCRIPT_PATH.read_text()}
+    data = objects["configMap"]["data"]
+    assert data["mock_allocation_completer.py"] == SCRIPT_PATH.read_text()
+    assert completer.load_desired_nodes(data["nodes.json"]) == DESIRED
     pod_spec = objects["deployment"]["spec"]["template"]["spec"]
     assert pod_spec["serviceAccountName"] == objects["serviceAccount"]["metadata"]["name"]
     assert pod_spec["securityContext"]["runAsNonRoot"] is True
@@ -390,18 +507,25 @@ def test_deployment_runs_the_shipped_script_hardened() -> None:
     assert security["capabilities"] == {"drop": ["ALL"]}
     assert set(container["resources"]) == {"requests", "limits"}
     env = {item["name"]: item["value"] for item in container["env"]}
-    assert env["NODE_SELECTOR"] == "gpu-platform.io/tenant=tenant-a,gpu-platform.io/pool=a100"
+    assert env["NODES_FILE"] == "/opt/completer/nodes.json"
     assert env["POLL_SECONDS"] == "1"
     assert pod_spec["volumes"][0]["configMap"]["name"] == objects["configMap"]["metadata"]["name"]
 
 
 def test_a_new_script_rolls_the_pod() -> None:
-    first = completer_manifests("t", "p", "print(1)", "img:1")["deployment"]
-    second = completer_manifests("t", "p", "print(2)", "img:1")["deployment"]
+    first = completer_manifests("t", "p", "print(1)", "img:1", DESIRED)["deployment"]
+    second = completer_manifests("t", "p", "print(2)", "img:1", DESIRED)["deployment"]
     key = "gpu-platform.io/script-sha256"
     assert (
         first["spec"]["template"]["metadata"]["annotations"][key]
         != second["spec"]["template"]["metadata"]["annotations"][key]
+    )
+    other = {NODE: {**IDENTITY, "capacity": {"nvidia.com/gpu": "20"}}}
+    third = completer_manifests("t", "p", "print(1)", "img:1", other)["deployment"]
+    key = "gpu-platform.io/nodes-sha256"
+    assert (
+        first["spec"]["template"]["metadata"]["annotations"][key]
+        != third["spec"]["template"]["metadata"]["annotations"][key]
     )
 
 
