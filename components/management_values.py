@@ -82,13 +82,29 @@ def cert_manager_values() -> Values:
     return {"crds": {"enabled": True}}
 
 
+# The Kamaji controller's resources. The chart's defaults (limits cpu 200m / memory 100Mi,
+# values.yaml at 26.8.2-edge) are what Kamaji's own guides remove (`--set resources=null` in
+# docs/content/getting-started/kamaji-kind.md, cluster-api/external-cluster.md and the Makefile's
+# install target): one process runs the TCP and DataStore reconcilers, a manager with caches per
+# tenant and the `failurePolicy: Fail` webhooks, so an OOM kill blocks every TCP change. Kamaji's
+# benchmark (docs/content/reference/benchmark.md) saw ~600 MiB for 100 control planes. Explicit
+# values rather than null, which the Python SDK drops from Helm values (pulumi/pulumi#12178).
+KAMAJI_RESOURCES: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType(
+    {
+        "requests": MappingProxyType({"cpu": "100m", "memory": "128Mi"}),
+        "limits": MappingProxyType({"cpu": "1", "memory": "1Gi"}),
+    }
+)
+
+
 def kamaji_values(image_tag: str, deploy_etcd: bool) -> Values:
     """Kamaji's image of the pinned release (the chart is that release's, pinned by content in
-    ``chart_cache``). With ``deploy_etcd``
-    the bundled kamaji-etcd creates the DataStore ``default`` and Kamaji uses it for tenants that
-    name none; without it no default DataStore is set (every tenant names its own)."""
+    ``chart_cache``), with room to run (``KAMAJI_RESOURCES``). With ``deploy_etcd`` the bundled
+    kamaji-etcd creates the DataStore ``default`` and Kamaji uses it for tenants that name none;
+    without it no default DataStore is set (every tenant names its own)."""
     values: Values = {
         "image": {"tag": image_tag, "pullPolicy": "IfNotPresent"},
+        "resources": {key: dict(value) for key, value in KAMAJI_RESOURCES.items()},
         "defaultDatastoreName": DEFAULT_DATASTORE if deploy_etcd else "",
         "telemetry": {"disabled": True},
         "kamaji-etcd": {"deploy": deploy_etcd},

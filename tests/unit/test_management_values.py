@@ -84,6 +84,28 @@ def test_kamaji_lab_values_pin_the_image_and_deploy_the_default_datastore() -> N
     assert "datastore" not in values
 
 
+def test_kamaji_does_not_run_at_the_charts_100mi_limit(upstream_dir: Path) -> None:
+    """The chart's default limit (100Mi) OOM-kills a controller that also serves the Fail
+    webhooks; Kamaji's guides install without limits. Every default key is overridden, so none
+    of the chart's small numbers survives Helm's merge."""
+    defaults = yaml.safe_load((upstream_dir / "kamaji" / "values.yaml").read_text())["resources"]
+    for deploy_etcd in (True, False):
+        resources = kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=deploy_etcd)["resources"]
+        assert {(k, r) for k in defaults for r in defaults[k]} <= {
+            (k, r) for k in resources for r in resources[k]
+        }
+        assert resources["limits"]["memory"] != defaults["limits"]["memory"]
+        assert _mebibytes(resources["limits"]["memory"]) >= 512
+        assert _mebibytes(resources["requests"]["memory"]) <= _mebibytes(
+            resources["limits"]["memory"]
+        )
+
+
+def _mebibytes(quantity: str) -> int:
+    units = {"Mi": 1, "Gi": 1024}
+    return int(quantity[:-2]) * units[quantity[-2:]]
+
+
 def test_kamaji_without_bundled_etcd_has_no_default_datastore() -> None:
     values = kamaji_values("26.8.2-edge", deploy_etcd=False)
     assert values["kamaji-etcd"] == {"deploy": False}

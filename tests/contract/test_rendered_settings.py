@@ -1,0 +1,48 @@
+"""Settings whose effect is visible only in what the pinned chart renders from the recorded
+values: the Kamaji controller's limits, HAMi's one node-lock expiry and its webhook Service.
+Rendered with Helm's engine from the pinned archives; skipped when they are absent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.versions import HelmChart
+from tests.support.charts import render
+from tests.support.harness import Recording, Registration
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _render(release: Registration) -> list[dict[str, Any]]:
+    chart = HelmChart(
+        release.inputs["repositoryOpts"]["repo"], release.inputs["chart"], release.inputs["version"]
+    )
+    return render(
+        chart,
+        release.inputs.get("values") or {},
+        name=release.inputs["name"],
+        namespace=release.inputs["namespace"],
+    )
+
+
+def _releases(recording: Recording, chart: str) -> list[Registration]:
+    found = [r for r in recording.of_type(RELEASE) if r.inputs.get("chart") == chart]
+    assert found, f"{recording.stack}: no {chart} release"
+    return found
+
+
+def _containers(objects: list[dict[str, Any]], kind: str, name: str) -> list[dict[str, Any]]:
+    (workload,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    containers: list[dict[str, Any]] = workload["spec"]["template"]["spec"]["containers"]
+    return containers
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_the_kamaji_controller_is_not_at_the_charts_100mi(stack: str, recordings) -> None:
+    (release,) = _releases(recordings(stack, False), "kamaji")
+    (controller,) = _containers(_render(release), "Deployment", "kamaji")
+    limits = controller["resources"]["limits"]
+    assert limits["memory"] != "100Mi"
+    assert limits["memory"] == release.inputs["values"]["resources"]["limits"]["memory"]
