@@ -13,9 +13,15 @@ Decisions made here (platform.md §3, pitfalls 2, 3, 5):
 * **Webhook exclusions** — HAMi's mutating webhook never sees the namespaces that the webhook
   path itself needs (kube-system with the Konnectivity agent, the CNI's, HAMi's own, the GPU
   Operator's), so ``failurePolicy: Fail`` cannot deadlock the tenant.
-* **Node-lock timeout** — HAMi 2.10.0 reads the lock expiry from the scheduler's
-  ``--node-lock-timeout`` flag (default 5m; it overrides the ``HAMI_NODELOCK_EXPIRE`` env that the
-  chart's ``scheduler.nodeLockExpire`` sets, so that key has no effect).
+* **Node-lock timeout** — one expiry, the scheduler's ``--node-lock-timeout`` flag. HAMi 2.10.0
+  reads ``HAMI_NODELOCK_EXPIRE`` at package init (``pkg/util/nodelock/nodelock.go:111-127``), then
+  ``cmd/scheduler/main.go:114`` overwrites it with the flag's value (default 5m), so the env the
+  chart renders from ``scheduler.nodeLockExpire`` (``templates/scheduler/deployment.yaml:91-94``)
+  never counts; it is blanked so the Deployment does not state a second, contradicting expiry.
+* **Webhook Service** — ``ClusterIP``: the API server reaches the webhook through Konnectivity
+  and the Service's cluster IP, and kube-scheduler reaches the extender on 127.0.0.1
+  (``templates/scheduler/configmap.yaml``); the chart's default ``NodePort`` would only open the
+  extender's port 31998 and the metrics port on every node.
 * **Device plugin** — the real one is off in the lab (kindest/node has no NVML), and so is the
   chart's mock (``components.lab.mock_device_plugin`` says why and runs it instead); prod runs the
   real one under the GPU Operator's ``nvidia`` runtime class and lets the GPU Operator provide
@@ -156,6 +162,8 @@ def hami_values(
         "scheduler": {
             "kubeScheduler": {"image": kube_scheduler_image(kubernetes_version)},
             "extender": {"extraArgs": extender_args(hami.node_lock_timeout)},
+            "nodeLockExpire": "",
+            "service": {"type": "ClusterIP"},
             "defaultSchedulerPolicy": {
                 "nodeSchedulerPolicy": hami.node_scheduler_policy,
                 "gpuSchedulerPolicy": hami.gpu_scheduler_policy,

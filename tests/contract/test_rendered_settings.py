@@ -46,3 +46,35 @@ def test_the_kamaji_controller_is_not_at_the_charts_100mi(stack: str, recordings
     limits = controller["resources"]["limits"]
     assert limits["memory"] != "100Mi"
     assert limits["memory"] == release.inputs["values"]["resources"]["limits"]["memory"]
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_hami_states_one_node_lock_expiry(stack: str, recordings) -> None:
+    """HAMi 2.10 takes the expiry from --node-lock-timeout (main.go:114 overwrites what
+    HAMI_NODELOCK_EXPIRE set at init): the Deployment carries the flag and no such env."""
+    for release in _releases(recordings(stack, False), "hami"):
+        objects = _render(release)
+        (deployment,) = [
+            o
+            for o in objects
+            if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("scheduler")
+        ]
+        containers = deployment["spec"]["template"]["spec"]["containers"]
+        env = [e["name"] for c in containers for e in c.get("env") or []]
+        assert "HAMI_NODELOCK_EXPIRE" not in env
+        flags = [
+            a
+            for c in containers
+            for a in [*(c.get("command") or []), *(c.get("args") or [])]
+            if a.startswith("--node-lock-timeout=")
+        ]
+        assert len(flags) == 1, flags
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_hamis_webhook_service_opens_no_node_port(stack: str, recordings) -> None:
+    for release in _releases(recordings(stack, False), "hami"):
+        services = [o for o in _render(release) if o["kind"] == "Service"]
+        (scheduler,) = [s for s in services if s["metadata"]["name"].endswith("scheduler")]
+        assert scheduler["spec"]["type"] == "ClusterIP"
+        assert all("nodePort" not in port for port in scheduler["spec"]["ports"])

@@ -126,6 +126,14 @@ def test_extender_keeps_the_chart_defaults_and_adds_the_lock_timeout(upstream_di
     assert _lab_values()["scheduler"]["extender"]["extraArgs"][-1] == "--node-lock-timeout=30s"
 
 
+def test_one_node_lock_expiry_and_no_node_port() -> None:
+    """The flag is the expiry HAMi 2.10 uses (main.go:114 overwrites what the env set), so the
+    chart's HAMI_NODELOCK_EXPIRE env is blanked; the webhook needs only a ClusterIP Service."""
+    for values in (_lab_values(), _prod_values()):
+        assert values["scheduler"]["nodeLockExpire"] == ""
+        assert values["scheduler"]["service"] == {"type": "ClusterIP"}
+
+
 @pytest.mark.parametrize("good", ["30s", "5m", "1m30s", "500ms", "1.5h"])
 def test_lock_timeout_accepts_go_durations(good: str) -> None:
     assert extender_args(good)[-1] == f"--node-lock-timeout={good}"
