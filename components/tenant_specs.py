@@ -77,11 +77,12 @@ CAPI_KUBECONFIG_KEY = "value"
 
 
 # kindest/node (and kubeadm nodes generally) run the kubelet with the systemd cgroup driver.
-# ``add``, not ``replace``: Kamaji (26.8.2-edge, ``internal/kubeadm/uploadconfig.go``) sets the
-# generated KubeletConfiguration's ``cgroupDriver`` from the deprecated ``kubelet.cgroupfs`` and
-# drops the key when that is unset, and an RFC 6902 ``replace`` of a missing key fails: the
-# kubelet-config phase would never finish and the control plane never become Ready (upstream's
-# own sample moved to ``add``, clastix/kamaji#1310). ``add`` sets the member either way.
+# ``add``, not ``replace``: Kamaji (26.8.2-edge, ``internal/kubeadm/uploadconfig.go:83``) sets the
+# generated KubeletConfiguration's ``cgroupDriver`` from the deprecated ``kubelet.cgroupfs``, and
+# the key (``omitempty``) is absent when that is unset, so an RFC 6902 ``replace`` of it fails: the
+# kubelet-config phase would never finish and the control plane never become Ready. Upstream's own
+# sample at that tag (``config/samples/kamaji_v1alpha1_tenantcontrolplane.yaml``) still uses
+# ``replace``; ``add`` sets the member either way.
 def kubelet_patches(lab: bool) -> list[dict[str, Any]]:
     """JSON patches of the kubelet configuration Kamaji generates for the tenant's nodes: the
     systemd cgroup driver everywhere; in the lab also what kind sets for its own nodes, since the

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Create the lab's kind management cluster, or reuse it when it already exists, and print its
-# kubeconfig on stdout (the Pulumi Command keeps stdout as a secret output and does not log it).
+# Create the lab's kind management cluster, or reuse it when it already exists (same node image,
+# same pod and service subnets), and print its kubeconfig on stdout (the Pulumi Command keeps
+# stdout as a secret output and does not log it).
 # Run by pulumi-command as `create` and `update` of the ManagementCluster's kind cluster.
 #
 # Environment:
@@ -29,6 +30,11 @@ if [[ -z "$config" ]]; then
   exit 1
 fi
 
+# subnet KEY: the first `KEY: value` of a YAML text on stdin (kind's own kubeadm.conf quotes it).
+subnet() {
+  sed -nE "/^[[:space:]]*$1:/{s/^[[:space:]]*$1:[[:space:]]*\"?([^\"[:space:]]+)\"?.*/\1/p;q;}"
+}
+
 clusters="$(kind get clusters 2>/dev/null || true)"
 if grep -Fxq -- "$KIND_CLUSTER_NAME" <<<"$clusters"; then
   node="${KIND_CLUSTER_NAME}-control-plane"
@@ -38,6 +44,23 @@ if grep -Fxq -- "$KIND_CLUSTER_NAME" <<<"$clusters"; then
       "$KIND_NODE_IMAGE: delete it ('kind delete cluster --name $KIND_CLUSTER_NAME') or" \
       "keep management.kind.nodeImage at $image" >&2
     exit 1
+  fi
+  # The tenants' NetworkPolicies exclude the configured pod subnet: a reused cluster built with
+  # other subnets would let every pod in. kind keeps the kubeadm config it used on the node.
+  existing="$(docker exec "$node" cat /kind/kubeadm.conf 2>/dev/null || true)"
+  if [[ -z "$existing" ]]; then
+    echo "kind-create: cannot read /kind/kubeadm.conf from $node: its subnets are unchecked" >&2
+  else
+    for key in podSubnet serviceSubnet; do
+      want="$(subnet "$key" <<<"$config")"
+      have="$(subnet "$key" <<<"$existing")"
+      if [[ -n "$want" && "$have" != "$want" ]]; then
+        echo "kind-create: cluster $KIND_CLUSTER_NAME exists with $key ${have:-unset}, not" \
+          "$want: delete it ('kind delete cluster --name $KIND_CLUSTER_NAME') or set" \
+          "management.kind.$key to ${have:-its value}" >&2
+        exit 1
+      fi
+    done
   fi
   echo "kind-create: cluster $KIND_CLUSTER_NAME exists: reusing it" >&2
 else
