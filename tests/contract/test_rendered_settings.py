@@ -4,18 +4,27 @@ Rendered with Helm's engine from the pinned archives; skipped when they are abse
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.versions import HelmChart
-from tests.support.charts import render
+from tests.support.charts import render, render_local
+from tests.support.contracts import release_chart
 from tests.support.harness import Recording, Registration
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def _render(release: Registration) -> list[dict[str, Any]]:
+    if "repositoryOpts" not in release.inputs:  # the local Kamaji chart pinned by content
+        return render_local(
+            Path(release.inputs["chart"]),
+            release.inputs.get("values") or {},
+            name=release.inputs["name"],
+            namespace=release.inputs["namespace"],
+        )
     chart = HelmChart(
         release.inputs["repositoryOpts"]["repo"], release.inputs["chart"], release.inputs["version"]
     )
@@ -28,7 +37,7 @@ def _render(release: Registration) -> list[dict[str, Any]]:
 
 
 def _releases(recording: Recording, chart: str) -> list[Registration]:
-    found = [r for r in recording.of_type(RELEASE) if r.inputs.get("chart") == chart]
+    found = [r for r in recording.of_type(RELEASE) if release_chart(r.inputs) == chart]
     assert found, f"{recording.stack}: no {chart} release"
     return found
 

@@ -40,9 +40,17 @@ def render(
 ) -> list[dict[str, Any]]:
     """Every object the pinned chart renders for ``values`` (hooks included, as Helm installs
     them), in template order; skipped when the archive or ``helm_python`` is missing."""
-    archive = archive_or_skip(chart)
+    return render_local(archive_or_skip(chart), values, name=name, namespace=namespace)
+
+
+def render_local(
+    path: Path, values: dict[str, Any], *, name: str, namespace: str
+) -> list[dict[str, Any]]:
+    """``render`` for a chart archive or directory at ``path`` (skipped when it is absent)."""
+    if not path.exists():
+        pytest.skip(f"chart {path} is absent: run `make fetch-upstream`")
     helm = pytest.importorskip("helm_python")
-    with helm.Chart.load(archive) as loaded:
+    with helm.Chart.load(path) as loaded:
         rendered = loaded.render(values, name=name, namespace=namespace, is_install=True)
     objects: list[dict[str, Any]] = []
     for template in sorted(rendered):

@@ -99,8 +99,9 @@ def test_it_advertises_memory_cores_and_percentage_from_the_annotation() -> None
         "nvidia.com/gpucores": 100,
         "nvidia.com/gpumem-percentage": 100,
     }
+    # The catalog's L4 is what NVML reports (23,034 MiB, components/catalog.py).
     assert mock.advertised(_register("L4-24GB", 2), gpu_capacity=20) == {
-        "nvidia.com/gpumem": 49152,
+        "nvidia.com/gpumem": 2 * 23034,
         "nvidia.com/gpucores": 200,
         "nvidia.com/gpumem-percentage": 200,
     }
