@@ -10,22 +10,20 @@ objects Helm renders from them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from components.chart_cache import charts_dir
 from components.config import GpuDriver
 from components.tenant_values import gpu_operator_values
-from components.versions import PINNED, HelmChart
+from components.versions import PINNED
+from tests.support.charts import render_pinned_or_skip
 from tests.support.contracts import chart_defaults
-from tests.support.harness import Recording
+from tests.support.harness import Recording, load_stack_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-CHART_CACHE = charts_dir()
+TENANT_VERSION = load_stack_config("prod")["gpu-platform:platform"]["kubernetesVersion"]
 
 
 def _releases(prod: Recording, chart: str) -> list[Any]:
@@ -68,59 +66,9 @@ def test_every_prod_tenant_turns_cdi_off_for_hamis_envvar_list(
 
 
 # ------------------------------------------------------------------------ rendered charts
-
-
-def _archive(chart: HelmChart) -> bytes:
-    path = CHART_CACHE / f"{chart.chart}-{chart.version}.tgz"
-    if not path.is_file():
-        pytest.skip(f"chart archive {path} is absent: run `make fetch-upstream`")
-    return path.read_bytes()
-
-
-def _rendered(chart: HelmChart, values: dict[str, Any], name: str, namespace: str) -> Iterator[Any]:
-    helm_python = pytest.importorskip("helm_python")
-    loaded = helm_python.Chart.load_archive(_archive(chart))
-    manifests = loaded.render(values, name=name, namespace=namespace, is_install=True)
-    for path, text in manifests.items():
-        if not path.endswith((".yaml", ".yml")):
-            continue  # NOTES.txt
-        for document in yaml.safe_load_all(text):
-            if isinstance(document, dict):
-                yield document
-
-
-def test_the_rendered_cluster_policy_has_cdi_off(prod: Recording) -> None:
-    for release in _releases(prod, "gpu-operator"):
-        policies = [
-            d
-            for d in _rendered(
-                PINNED.gpu_operator,
-                release.inputs.get("values") or {},
-                release.inputs["name"],
-                release.inputs["namespace"],
-            )
-            if d.get("kind") == "ClusterPolicy"
-        ]
-        assert len(policies) == 1, release.name
-        assert policies[0]["spec"]["cdi"]["enabled"] is False, release.name
-
-
-def test_the_rendered_hami_device_plugin_lists_devices_by_envvar(prod: Recording) -> None:
-    for release in _releases(prod, "hami"):
-        strategies = []
-        for document in _rendered(
-            PINNED.hami,
-            release.inputs.get("values") or {},
-            release.inputs["name"],
-            release.inputs["namespace"],
-        ):
-            if document.get("kind") != "DaemonSet":
-                continue
-            for container in document["spec"]["template"]["spec"].get("containers", []):
-                for env in container.get("env") or []:
-                    if env.get("name") == "DEVICE_LIST_STRATEGY":
-                        strategies.append(env.get("value"))
-        assert strategies == ["envvar"], release.name
+# That every rendered ClusterPolicy has CDI off and every rendered HAMi device plugin lists
+# devices by envvar is checked on both stacks by the rendered-chart suite
+# (tests/support/rendered_facts.py: gpu_operator); here the driver settings reach it.
 
 
 @pytest.mark.parametrize(
@@ -140,12 +88,16 @@ def test_the_rendered_hami_device_plugin_lists_devices_by_envvar(prod: Recording
 def test_the_rendered_cluster_policy_carries_the_driver_settings(
     driver: GpuDriver, expected: dict[str, Any]
 ) -> None:
-    values = gpu_operator_values(driver)
-    (policy,) = [
-        d
-        for d in _rendered(PINNED.gpu_operator, values, "gpu-operator", "gpu-operator")
-        if d.get("kind") == "ClusterPolicy"
-    ]
+    chart = PINNED.gpu_operator
+    rendered_release = render_pinned_or_skip(
+        chart.chart,
+        chart.version,
+        gpu_operator_values(driver),
+        name="gpu-operator",
+        namespace="gpu-operator",
+        kube_version=TENANT_VERSION,
+    )
+    (policy,) = rendered_release.of_kind("ClusterPolicy")
     rendered = policy["spec"]["driver"]
     assert {key: rendered.get(key) for key in expected} == expected
     assert policy["spec"]["cdi"]["enabled"] is False

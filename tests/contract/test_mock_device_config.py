@@ -16,9 +16,9 @@ import yaml
 
 from components.lab import mock_device_plugin as mock
 from components.versions import PINNED
-from tests.support.charts import render
+from tests.support.charts import render_pinned_or_skip
 from tests.support.go_yaml_v2 import unmarshal_errors
-from tests.support.harness import Recording, Registration
+from tests.support.harness import Recording, Registration, load_stack_config
 from tests.support.mock_device_plugin_shape import CONFIG
 
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
@@ -87,7 +87,15 @@ def test_prod_runs_no_mock(prod: Recording) -> None:
 
 
 def _hami(values: dict[str, Any]) -> list[dict[str, Any]]:
-    return render(PINNED.hami, values, name="hami", namespace="hami-system")
+    rendered = render_pinned_or_skip(
+        PINNED.hami.chart,
+        PINNED.hami.version,
+        values,
+        name="hami",
+        namespace="hami-system",
+        kube_version=load_stack_config("lab")["gpu-platform:platform"]["kubernetesVersion"],
+    )
+    return rendered.all_objects()
 
 
 def test_the_charts_mock_would_mount_a_config_mock_1_0_1_cannot_decode(lab: Recording) -> None:

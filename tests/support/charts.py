@@ -1,93 +1,457 @@
-"""Rendering the pinned charts offline with Helm's own engine (``helm_python``).
+"""Render a recorded ``helm.v3.Release`` with Helm's own engine, as ``helm install`` would.
 
-Some facts are visible only in what a chart renders (which kinds it creates, what a ConfigMap the
-program never sees contains), so a few tests render the pinned chart archives. The archives are
-read from ``$GPU_PLATFORM_CHART_CACHE`` or ``~/.cache/gpu-platform/charts/<chart>-<version>.tgz``;
-a test whose archive is absent is skipped with one line naming it.
+The mock harness records every Release the program registers (chart, version, release name,
+namespace, values). This module finds the pinned chart archive, prepares it for the target
+cluster and renders it with Helm's Go engine (``helm-python-sdk``, import ``helm_python``), so the
+tests see the objects Helm would create instead of the values the program passes.
+
+What "as ``helm install`` would" means here, and where it stops:
+
+* Archives come from ``$GPU_PLATFORM_CHARTS_DIR``, else from the per-user cache
+  ``${XDG_CACHE_HOME:-~/.cache}/gpu-platform/charts`` that ``make fetch-upstream`` fills, named
+  as ``helm pull`` writes them: ``<chart>-<version>.tgz``. A Release whose ``chart`` is a local
+  path (a directory or an archive) is rendered from that path.
+* Install mode (``.Release.IsInstall``), the release name and namespace the program registered.
+* The target cluster's Kubernetes version and API versions. Helm's engine offers no option for
+  them (the SDK renders with Helm's defaults: Kubernetes v1.36.0 and the built-in API versions of
+  its client library), so the chart is unpacked into a scratch directory and every
+  ``.Capabilities.KubeVersion.*`` and ``.Capabilities.APIVersions.Has "…"`` in its templates is
+  replaced by the target's literal value first; a reference in any other form is an error, never
+  left to Helm's default. Helm install checks the chart's ``kubeVersion`` constraint against the
+  cluster (helm v3.20 ``pkg/action/install.go``); so does ``render_release``.
+* The CRDs of the ``crds/`` folders of the chart and of its *enabled* subcharts, which Helm
+  installs before anything else (v3.20 ``pkg/action/install.go``, ``installCRDs``).
+* Not a cluster: ``lookup`` returns nothing, no admission, defaulting or controllers run, and the
+  engine is Helm v4.2's (the program installs with pulumi-kubernetes' embedded Helm v3.20; the two
+  render templates alike — the template functions and the values coalescing are shared code).
 """
 
 from __future__ import annotations
 
-import os
+import copy
+import functools
+import hashlib
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from components.versions import HelmChart
+from components.chart_cache import CHARTS_DIR_ENV, charts_dir
 
-CACHE_ENV = "GPU_PLATFORM_CHART_CACHE"
-
-
-def chart_cache_dir() -> Path:
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit)
-    return Path.home() / ".cache" / "gpu-platform" / "charts"
+HOOK_ANNOTATION = "helm.sh/hook"
 
 
-def archive_or_skip(chart: HelmChart) -> Path:
-    """The pinned chart's archive, or skip the test naming it."""
-    path = chart_cache_dir() / f"{chart.chart}-{chart.version}.tgz"
+class ChartUnavailableError(Exception):
+    """The chart archive a test needs is not on this machine (the test skips with this text)."""
+
+
+class RenderError(Exception):
+    """Helm would refuse the release: a template error, an incompatible kubeVersion, or a
+    Capabilities reference the renderer cannot pin to the target cluster."""
+
+
+def archive_name(chart: str, version: str) -> str:
+    """The file name ``helm pull <repo>/<chart> --version <version>`` writes."""
+    return f"{chart}-{version}.tgz"
+
+
+def chart_source(inputs: Mapping[str, Any]) -> Path:
+    """The archive (or chart directory) a recorded Release installs; raises
+    ``ChartUnavailableError`` with a one-line reason when it is not on this machine."""
+    chart = str(inputs.get("chart", ""))
+    local = Path(chart)
+    if local.is_absolute() or chart.startswith("."):
+        if local.exists():
+            return local
+        raise ChartUnavailableError(f"chart {chart} not found: run `make fetch-upstream`")
+    version = str(inputs.get("version", ""))
+    path = charts_dir() / archive_name(chart, version)
     if not path.is_file():
-        pytest.skip(f"chart archive {path} is absent: run `make fetch-upstream`")
+        raise ChartUnavailableError(
+            f"chart archive {path.name} not in {path.parent}: run `make fetch-upstream` "
+            f"(or set {CHARTS_DIR_ENV})"
+        )
     return path
 
 
-def render(
-    chart: HelmChart, values: dict[str, Any], *, name: str, namespace: str
-) -> list[dict[str, Any]]:
-    """Every object the pinned chart renders for ``values`` (hooks included, as Helm installs
-    them), in template order; skipped when the archive or ``helm_python`` is missing."""
-    return render_local(archive_or_skip(chart), values, name=name, namespace=namespace)
+# ------------------------------------------------------------------- target cluster pinning
 
 
-def render_local(
-    path: Path, values: dict[str, Any], *, name: str, namespace: str
-) -> list[dict[str, Any]]:
-    """``render`` for a chart archive or directory at ``path`` (skipped when it is absent)."""
-    if not path.exists():
-        pytest.skip(f"chart {path} is absent: run `make fetch-upstream`")
-    helm = pytest.importorskip("helm_python")
-    with helm.Chart.load(path) as loaded:
-        rendered = loaded.render(values, name=name, namespace=namespace, is_install=True)
-    objects: list[dict[str, Any]] = []
-    for template in sorted(rendered):
-        if not template.endswith((".yaml", ".yml")):
+@dataclass(frozen=True)
+class ClusterCapabilities:
+    """What ``.Capabilities`` would say on the target cluster at install time."""
+
+    kube_version: str  # e.g. v1.35.0
+    api_versions: frozenset[str]  # "group/version" and "group/version/Kind" (core: "v1", "v1/Pod")
+
+    @property
+    def major(self) -> str:
+        return self.kube_version.lstrip("v").split(".")[0]
+
+    @property
+    def minor(self) -> str:
+        return self.kube_version.lstrip("v").split(".")[1]
+
+    def has(self, api: str) -> bool:
+        return api in self.api_versions
+
+
+_PREFIX = r"(?:\$[A-Za-z0-9_]*)?"
+_KUBE_VERSION_FIELD = re.compile(
+    _PREFIX + r"\.Capabilities\.KubeVersion\.(Version|GitVersion|Major|Minor)\b"
+)
+_API_HAS = re.compile(_PREFIX + r'\.Capabilities\.APIVersions\.Has\s+"([^"]+)"')
+_ANY_CAPABILITY = re.compile(r"\.Capabilities\.(KubeVersion|APIVersions)\b")
+
+
+def pin_capabilities(template: str, caps: ClusterCapabilities) -> str:
+    """Replace the template's Capabilities references by the target cluster's literal values.
+
+    Raises ``RenderError`` for a reference this cannot pin (e.g. ``.Capabilities.KubeVersion``
+    passed whole to a helper), so a chart never silently renders with Helm's defaults."""
+
+    def version_field(match: re.Match[str]) -> str:
+        value = {
+            "Version": caps.kube_version,
+            "GitVersion": caps.kube_version,
+            "Major": caps.major,
+            "Minor": caps.minor,
+        }[match.group(1)]
+        return f'"{value}"'
+
+    pinned = _KUBE_VERSION_FIELD.sub(version_field, template)
+    pinned = _API_HAS.sub(lambda m: "true" if caps.has(m.group(1)) else "false", pinned)
+    leftover = _ANY_CAPABILITY.search(pinned)
+    if leftover is not None:
+        line = pinned[: leftover.start()].count("\n") + 1
+        raise RenderError(f"line {line}: a .Capabilities reference the renderer cannot pin")
+    return pinned
+
+
+# ------------------------------------------------------------------------ kubeVersion check
+
+_CONSTRAINT = re.compile(r"^(>=|<=|!=|=|>|<)?\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(-[0-9A-Za-z.-]+)?$")
+
+
+def kube_version_satisfies(constraint: str, version: str) -> bool:
+    """Masterminds semver constraints as chart ``kubeVersion`` fields use them (``>= 1.18.0-0``,
+    ``>=1.21.0-0 <1.36.0``, alternatives with ``||``). Other operators raise ``RenderError``."""
+    target = tuple(int(p) for p in version.lstrip("v").split("-")[0].split(".")[:3])
+    for alternative in constraint.split("||"):
+        terms = [t for t in re.split(r"[\s,]+(?=[<>=!])|,", alternative.strip()) if t.strip()]
+        if all(_term_holds(term.strip(), target) for term in terms):
+            return True
+    return False
+
+
+def _term_holds(term: str, target: tuple[int, ...]) -> bool:
+    match = _CONSTRAINT.match(term)
+    if match is None:
+        raise RenderError(f"unsupported kubeVersion constraint term {term!r}")
+    op = match.group(1) or "="
+    bound = tuple(int(match.group(i) or 0) for i in (2, 3, 4))
+    # A "-0" pre-release suffix only widens the bound to pre-releases; targets are releases.
+    return {
+        ">=": target >= bound,
+        "<=": target <= bound,
+        ">": target > bound,
+        "<": target < bound,
+        "=": target == bound,
+        "!=": target != bound,
+    }[op]
+
+
+# -------------------------------------------------------------------------------- rendering
+
+
+@dataclass
+class RenderedRelease:
+    """What ``helm install`` of one recorded Release would create, in its order: the CRDs of
+    ``crds/`` folders, the pre-install hooks, the templates' objects, the post-install hooks."""
+
+    name: str
+    namespace: str
+    chart: str
+    version: str
+    crds: list[dict[str, Any]] = field(default_factory=list)
+    pre_install_hooks: list[dict[str, Any]] = field(default_factory=list)
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    post_install_hooks: list[dict[str, Any]] = field(default_factory=list)
+
+    def all_objects(self) -> list[dict[str, Any]]:
+        return [*self.crds, *self.pre_install_hooks, *self.objects, *self.post_install_hooks]
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [o for o in self.all_objects() if o.get("kind") == kind]
+
+
+def render_release(
+    inputs: Mapping[str, Any],
+    caps: ClusterCapabilities,
+    values: Mapping[str, Any] | None = None,
+    source: Path | None = None,
+) -> RenderedRelease:
+    """Render a recorded Release's chart with its values (or ``values``) for ``caps``.
+
+    ``source`` overrides the archive (tests that alter a chart on purpose pass their copy)."""
+    import helm_python
+
+    path = source if source is not None else chart_source(inputs)
+    chart_dir = _prepared_chart(str(path), fingerprint(path), caps)
+    release_name = str(inputs.get("name") or "release-name")
+    namespace = str(inputs.get("namespace") or "default")
+    used_values = dict(values if values is not None else inputs.get("values") or {})
+    with helm_python.Chart.load(str(chart_dir)) as chart:
+        constraint = (chart.metadata or {}).get("kubeVersion")
+        if constraint and not kube_version_satisfies(constraint, caps.kube_version):
+            raise RenderError(
+                f"chart {chart.name} requires kubeVersion {constraint}, which is incompatible "
+                f"with Kubernetes {caps.kube_version}"
+            )
+        try:
+            manifests = chart.render(
+                used_values, name=release_name, namespace=namespace, is_install=True
+            )
+        except helm_python.HelmError as error:
+            raise RenderError(f"{chart.name}: {error}") from error
+        merged = chart.merge_values(used_values)
+        enabled = _enabled_subchart_paths(chart_dir, merged)
+        crd_files = [
+            c for c in chart.crds if _crd_owner(c.get("filename") or c.get("name", "")) in enabled
+        ]
+        rendered = RenderedRelease(
+            name=release_name,
+            namespace=namespace,
+            chart=chart.name,
+            version=chart.version,
+        )
+    for crd_file in crd_files:
+        rendered.crds.extend(documents(crd_file.get("data", "")))
+    for template, text in sorted(manifests.items()):
+        if template.endswith("NOTES.txt"):
             continue
-        for document in yaml.safe_load_all(rendered[template]):
-            if isinstance(document, dict) and document.get("kind"):
-                objects.append(document)
-    return objects
+        for obj in documents(text):
+            hook = str((obj.get("metadata") or {}).get("annotations", {}).get(HOOK_ANNOTATION, ""))
+            hooks = {h.strip() for h in hook.split(",") if h.strip()}
+            if "pre-install" in hooks:
+                rendered.pre_install_hooks.append(obj)
+            elif "post-install" in hooks:
+                rendered.post_install_hooks.append(obj)
+            elif hooks:
+                continue  # test, upgrade and delete hooks do not run on install
+            else:
+                rendered.objects.append(obj)
+    return rendered
 
 
-def release_payload(chart: HelmChart, values: dict[str, Any], *, name: str, namespace: str) -> int:
-    """An estimate of the bytes Helm v3 stores in its release Secret for this install.
+# Helm's own manifest splitter (helm v3.20 pkg/releaseutil/manifest.go: ``sep``), which also
+# splits "---# comment" where a YAML parser would not.
+_MANIFEST_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
 
-    Helm's storage driver (``pkg/storage/driver/util.go`` ``encodeRelease``) writes
+
+# libyaml's parser (PyYAML's pure-Python one takes seconds on Calico's and Kamaji's CRDs).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def documents(text: str) -> list[dict[str, Any]]:
+    return copy.deepcopy(_parsed(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> list[dict[str, Any]]:
+    documents = (
+        yaml.load(part, Loader=_LOADER) for part in _MANIFEST_SEPARATOR.split(text) if part.strip()
+    )
+    return [doc for doc in documents if isinstance(doc, dict) and doc]
+
+
+def fingerprint(path: Path) -> str:
+    """Content hash of an archive or chart directory, so a cached preparation is never stale."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        digest.update(str(file.relative_to(path) if file != path else file.name).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _prepared_chart(path: str, fingerprint: str, caps: ClusterCapabilities) -> Path:
+    """Unpack the chart (and every subchart archive inside it) into a scratch directory and pin
+    its Capabilities references to ``caps``. Cached per chart content and target."""
+    import helm_python
+
+    del fingerprint  # part of the cache key only
+    scratch = Path(tempfile.mkdtemp(prefix="gpu-platform-chart-"))
+    source = Path(path)
+    if source.is_dir():
+        root = scratch / source.name
+        shutil.copytree(source, root, symlinks=False)
+    else:
+        helm_python.expand(str(scratch), str(source))
+        (root,) = [p for p in scratch.iterdir() if p.is_dir()]
+    _expand_subcharts(root)
+    for template in _template_files(root):
+        template.write_text(pin_capabilities(template.read_text(), caps))
+    return root
+
+
+def _expand_subcharts(chart_root: Path) -> None:
+    """Replace ``charts/*.tgz`` by their unpacked directories, recursively (Helm loads both)."""
+    import helm_python
+
+    charts = chart_root / "charts"
+    if not charts.is_dir():
+        return
+    for archive in sorted(charts.glob("*.tgz")):
+        helm_python.expand(str(charts), str(archive))
+        archive.unlink()
+    for sub in sorted(p for p in charts.iterdir() if p.is_dir()):
+        _expand_subcharts(sub)
+
+
+def _template_files(chart_root: Path) -> Iterable[Path]:
+    for templates in chart_root.rglob("templates"):
+        if templates.is_dir():
+            yield from (p for p in templates.rglob("*") if p.is_file())
+
+
+def _crd_owner(filename: str) -> tuple[str, ...]:
+    """The subchart path of a ``crds/`` file as the SDK names it (``<chart>/crds/x.yaml`` is the
+    chart's own: ``()``; ``<chart>/charts/nfd/crds/x.yaml`` is subchart ``("nfd",)``)."""
+    parts = Path(filename).parts[1:]
+    owner: list[str] = []
+    index = 0
+    while index + 1 < len(parts) and parts[index] == "charts":
+        owner.append(parts[index + 1])
+        index += 2
+    return tuple(owner)
+
+
+def _enabled_subchart_paths(
+    chart_root: Path, merged_values: Mapping[str, Any]
+) -> set[tuple[str, ...]]:
+    """Subchart paths Helm keeps after evaluating dependency conditions (Helm's
+    ``pkg/chart/v2/util/dependencies.go`` ``processDependencyConditions``: the first condition
+    path that resolves to a bool decides; no resolvable path keeps the dependency)."""
+    enabled: set[tuple[str, ...]] = {()}
+
+    def walk(root: Path, values: Mapping[str, Any], prefix: tuple[str, ...]) -> None:
+        metadata = yaml.safe_load((root / "Chart.yaml").read_text()) or {}
+        for dependency in metadata.get("dependencies") or []:
+            name = dependency.get("alias") or dependency["name"]
+            condition = str(dependency.get("condition") or "")
+            keep = True
+            for path in (p.strip() for p in condition.split(",") if p.strip()):
+                value: Any = values
+                for key in path.split("."):
+                    value = value.get(key) if isinstance(value, Mapping) else None
+                if isinstance(value, bool):
+                    keep = value
+                    break
+            sub_root = root / "charts" / dependency["name"]
+            if keep and sub_root.is_dir():
+                enabled.add((*prefix, dependency["name"]))
+                sub_values = values.get(name) if isinstance(values.get(name), Mapping) else {}
+                walk(sub_root, sub_values, (*prefix, dependency["name"]))
+
+    walk(chart_root, merged_values, ())
+    return enabled
+
+
+# ------------------------------------------------------------------ one chart, outside a stack
+
+
+def crd_folder_api_forms(path: Path) -> frozenset[str]:
+    """The API versions (both forms) the CRDs of the chart's ``crds/`` folders serve: Helm
+    installs those first and refreshes its capabilities before rendering (helm v3.20
+    ``pkg/action/install.go``: ``installCRDs``, then ``cfg.Capabilities = nil``)."""
+    return _crd_folder_api_forms(str(path), fingerprint(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _crd_folder_api_forms(path: str, content: str) -> frozenset[str]:
+    import helm_python
+
+    del content  # part of the cache key only
+    chart_path = Path(path)
+    loader = helm_python.Chart.load if chart_path.is_dir() else helm_python.Chart.load_archive
+    argument: Any = path if chart_path.is_dir() else chart_path.read_bytes()
+    forms: set[str] = set()
+    with loader(argument) as chart:
+        for crd in chart.crds:
+            for doc in documents(crd.get("data", "")):
+                spec = doc.get("spec") or {}
+                for version in spec.get("versions") or []:
+                    if version.get("served"):
+                        api = f"{spec['group']}/{version['name']}"
+                        forms.update((api, f"{api}/{spec['names']['kind']}"))
+    return frozenset(forms)
+
+
+def render_pinned(
+    chart: str,
+    version: str,
+    values: Mapping[str, Any],
+    *,
+    name: str,
+    namespace: str,
+    kube_version: str,
+) -> RenderedRelease:
+    """A pinned chart from the charts cache rendered on its own, for a fresh cluster of
+    ``kube_version`` (its built-in API versions and the chart's own ``crds/``)."""
+    from tests.support.kube_schemas import builtin_api_versions
+
+    inputs = {"chart": chart, "version": version, "name": name, "namespace": namespace}
+    own = crd_folder_api_forms(chart_source(inputs))
+    caps = ClusterCapabilities(kube_version, builtin_api_versions(kube_version) | own)
+    return render_release({**inputs, "values": dict(values)}, caps)
+
+
+def render_pinned_or_skip(
+    chart: str, version: str, values: Mapping[str, Any], **kwargs: Any
+) -> RenderedRelease:
+    """``render_pinned``, skipping the test (one line naming the archive) when it is absent."""
+    import pytest
+
+    try:
+        return render_pinned(chart, version, values, **kwargs)
+    except ChartUnavailableError as missing:
+        pytest.skip(str(missing))
+
+
+def release_secret_bytes(
+    chart: str, version: str, values: Mapping[str, Any], *, name: str, namespace: str
+) -> int:
+    """An estimate of the bytes Helm v3 stores in the release Secret of this install.
+
+    Helm's storage driver (helm v3.20 ``pkg/storage/driver/util.go`` ``encodeRelease``) writes
     base64(gzip(json(release))) under the Secret's ``release`` key; the release holds the chart
-    (templates and files as base64, since they are ``[]byte``), the values and the rendered
-    manifest. Python's zlib at level 9 stands in for Go's ``gzip.BestCompression``."""
+    (templates and files base64-encoded, being ``[]byte``), the values and the rendered manifest.
+    Python's zlib at level 9 stands in for Go's ``gzip.BestCompression``."""
     import base64
     import gzip
     import json
 
-    archive = archive_or_skip(chart)
-    helm = pytest.importorskip("helm_python")
-    with helm.Chart.load(archive) as loaded:
-        rendered = loaded.render(values, name=name, namespace=namespace, is_install=True)
-        templates = loaded.templates
-        files = loaded.files
-        metadata = loaded.metadata
-        defaults = loaded.values
+    import helm_python
+
+    path = chart_source({"chart": chart, "version": version})
+    with helm_python.Chart.load(str(path)) as loaded:
+        rendered = loaded.render(dict(values), name=name, namespace=namespace, is_install=True)
+        templates, files = loaded.templates, loaded.files
+        metadata, defaults = loaded.metadata, loaded.values
 
     def b64(text: str) -> str:
         return base64.b64encode(text.encode()).decode()
 
     manifest = "".join(
-        f"---\n# Source: {path}\n{text}\n"
-        for path, text in sorted(rendered.items())
+        f"---\n# Source: {template}\n{text}\n"
+        for template, text in sorted(rendered.items())
         if text.strip()
     )
     release = {
@@ -103,7 +467,7 @@ def release_payload(chart: HelmChart, values: dict[str, Any], *, name: str, name
             "schema": None,
             "files": [{"name": f["name"], "data": b64(f["data"])} for f in files],
         },
-        "config": values,
+        "config": dict(values),
         "manifest": manifest,
         "hooks": [],
     }

@@ -7,20 +7,22 @@ Two silent failure modes motivate these helpers:
   every key the program sets that the pinned chart's default ``values.yaml`` does not have.
 * The API server prunes unknown fields of a custom resource, so a misspelt field disappears.
   ``crd_violations`` validates a custom resource against its CRD's ``openAPIV3Schema`` with
-  unknown fields treated as errors.
+  unknown fields treated as errors, and evaluates the CRD's CEL rules
+  (``tests.support.crd_schemas``).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
+
+from tests.support.crd_schemas import CelTally, CrdCatalog, crds_in_file
+from tests.support.crd_schemas import crd_violations as check_custom_resource
 
 # Chart name -> folder under upstream/ holding its default values.yaml.
 CHART_DIRS: dict[str, str] = {
@@ -127,87 +129,25 @@ def missing_values_keys(upstream: Path, chart: str, values: Mapping[str, Any]) -
 # ------------------------------------------------------------------------------------ CRDs
 
 
-@dataclass(frozen=True)
-class CrdVersion:
-    group: str
-    version: str
-    kind: str
-    schema: dict[str, Any]
-    source: str
-
-
 @cache
-def crd_index(upstream: Path) -> dict[tuple[str, str, str], CrdVersion]:
-    """Every served CRD version under the upstream folder, by (group, version, kind)."""
-    index: dict[tuple[str, str, str], CrdVersion] = {}
+def crd_index(upstream: Path) -> CrdCatalog:
+    """Every served CRD version under the upstream folder."""
+    catalog = CrdCatalog()
     for path in sorted(upstream.rglob("*.yaml")):
-        for document in yaml.safe_load_all(path.read_text()):
-            if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
-                continue
-            spec = document["spec"]
-            for version in spec.get("versions", []):
-                if not version.get("served", False):
-                    continue
-                schema = version.get("schema", {}).get("openAPIV3Schema")
-                if schema is None:
-                    continue
-                key = (spec["group"], version["name"], spec["names"]["kind"])
-                index[key] = CrdVersion(
-                    group=spec["group"],
-                    version=version["name"],
-                    kind=spec["names"]["kind"],
-                    schema=schema,
-                    source=str(path.relative_to(upstream)),
-                )
-    return index
+        for document in crds_in_file(path):
+            catalog.add_crd(document, str(path.relative_to(upstream)))
+    return catalog
 
 
-def _strict(schema: Any) -> Any:
-    """Turn a structural OpenAPI v3 schema into a JSON schema the way the API server applies it:
-    nullable honoured, int-or-string accepted, unknown fields rejected (instead of pruned)."""
-    if isinstance(schema, list):
-        return [_strict(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    result = {key: _strict(value) for key, value in schema.items()}
-    if result.pop("x-kubernetes-int-or-string", False):
-        result.pop("type", None)
-        result["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-    if result.pop("nullable", False) and "type" in result:
-        result["type"] = [result["type"], "null"]
-    preserve = result.pop("x-kubernetes-preserve-unknown-fields", False)
-    if (
-        result.get("type") == "object"
-        and "properties" in result
-        and "additionalProperties" not in result
-        and not preserve
-    ):
-        result["additionalProperties"] = False
-    for key in list(result):
-        if key.startswith("x-kubernetes-"):
-            del result[key]
-    return result
-
-
-def crd_violations(upstream: Path, obj: Mapping[str, Any]) -> list[str]:
-    """Schema violations of a whole custom resource (apiVersion, kind, metadata, spec)."""
-    api_version = str(obj.get("apiVersion", ""))
-    group, _, version = api_version.rpartition("/")
-    key = (group, version, str(obj.get("kind", "")))
-    crd = crd_index(upstream).get(key)
+def crd_violations(
+    upstream: Path, obj: Mapping[str, Any], tally: CelTally | None = None
+) -> list[str]:
+    """Schema and CEL-rule violations of a whole custom resource against its pinned CRD."""
+    crd = crd_index(upstream).get(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     if crd is None:
-        return [f"no pinned CRD serves {api_version} {obj.get('kind')}"]
-    schema = _strict(crd.schema)
-    # metadata is validated by the API server itself, not by the CRD schema.
-    schema.setdefault("properties", {})["metadata"] = {"type": "object"}
-    body = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "metadata", "spec")}
-    validator = jsonschema.Draft7Validator(schema)
-    return [
-        f"{'.'.join(str(p) for p in error.absolute_path) or '<root>'}: {error.message}"
-        for error in sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
-    ]
+        return [f"no pinned CRD serves {obj.get('apiVersion')} {obj.get('kind')}"]
+    return check_custom_resource(crd, obj, tally)
 
 
 def has_crd(upstream: Path, api_version: str, kind: str) -> bool:
-    group, _, version = api_version.rpartition("/")
-    return (group, version, kind) in crd_index(upstream)
+    return (api_version, kind) in crd_index(upstream)

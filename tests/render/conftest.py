@@ -1,0 +1,70 @@
+"""Fixtures of the rendered-chart suite: each stack as its clusters would receive it.
+
+``rendered(stack)`` evaluates the program under mocks (update mode), renders every chart it
+installs with Helm's engine and places every object on its cluster (``tests.support
+.rendered_stack``). Without the pinned chart archives the tests skip with one line naming them
+and ``make fetch-upstream``; they never pass without rendering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.charts import ChartUnavailableError
+from tests.support.crd_schemas import CelTally
+from tests.support.harness import Recording, load_stack_config
+from tests.support.rendered_stack import RenderedStack, render_stack
+from tests.support.upstream import upstream_dir_or_none
+
+CEL_TALLY = pytest.StashKey[CelTally]()
+
+
+def platform_block(stack: str) -> dict[str, Any]:
+    platform: dict[str, Any] = load_stack_config(stack)["gpu-platform:platform"]
+    return platform
+
+
+@pytest.fixture(scope="session")
+def rendered(
+    recordings: Callable[[str, bool], Recording],
+) -> Callable[[str], RenderedStack]:
+    """``rendered(stack)``: the stack's recording rendered chart by chart (cached)."""
+    cache: dict[str, RenderedStack | str] = {}
+
+    def get(stack: str) -> RenderedStack:
+        if stack not in cache:
+            try:
+                cache[stack] = render_stack(
+                    recordings(stack, False), platform_block(stack), upstream_dir_or_none()
+                )
+            except ChartUnavailableError as missing:
+                cache[stack] = str(missing)
+        found = cache[stack]
+        if isinstance(found, str):
+            pytest.skip(found)
+        return found
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def cel_tally(request: pytest.FixtureRequest) -> CelTally:
+    """CEL rules met by the schema tests; the session summary reports how many were skipped."""
+    tally = CelTally()
+    request.config.stash[CEL_TALLY] = tally
+    return tally
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    tally = config.stash.get(CEL_TALLY, None)
+    if tally is not None and (tally.evaluated or tally.skipped):
+        terminalreporter.write_line(f"rendered-chart suite: {tally.summary()}")
+
+
+@pytest.fixture
+def upstream() -> Path | None:
+    return upstream_dir_or_none()

@@ -1,0 +1,349 @@
+"""Custom resources against their CRD: the structural schema and the CEL validation rules.
+
+The API server validates a custom resource against the ``openAPIV3Schema`` of the served version
+(unknown fields are pruned, or refused with ``fieldValidation=Strict`` — here they are errors, so
+a misspelt field cannot disappear silently) and then evaluates every ``x-kubernetes-validations``
+rule whose field is present. Rules are evaluated with ``cel-python``. Two kinds cannot be
+evaluated offline and are counted, never hidden: transition rules (they read ``oldSelf`` and only
+run on update) and rules that call a function of Kubernetes' CEL libraries cel-python lacks.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import jsonschema
+import yaml
+
+
+@dataclass(frozen=True)
+class CrdVersion:
+    """One served version of a CRD."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    scope: str
+    schema: dict[str, Any]
+    source: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+
+def served_versions(crd: Mapping[str, Any], source: str) -> list[CrdVersion]:
+    """The served versions of a CustomResourceDefinition object."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    found = []
+    for version in spec.get("versions") or []:
+        if not version.get("served", False):
+            continue
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        found.append(
+            CrdVersion(
+                group=spec["group"],
+                version=version["name"],
+                kind=names["kind"],
+                plural=names.get("plural", ""),
+                scope=spec.get("scope", "Namespaced"),
+                schema=schema or {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                source=source,
+            )
+        )
+    return found
+
+
+def strict_schema(schema: Any) -> Any:
+    """A structural OpenAPI v3 schema as a JSON schema the way the API server applies it:
+    nullable honoured, int-or-string accepted, unknown fields rejected (instead of pruned)."""
+    if isinstance(schema, list):
+        return [strict_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    result = {key: strict_schema(value) for key, value in schema.items()}
+    if result.pop("x-kubernetes-int-or-string", False):
+        result.pop("type", None)
+        result["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if result.pop("nullable", False) and "type" in result:
+        result["type"] = [result["type"], "null"]
+    preserve = result.pop("x-kubernetes-preserve-unknown-fields", False)
+    if (
+        result.get("type") == "object"
+        and "properties" in result
+        and "additionalProperties" not in result
+        and not preserve
+    ):
+        result["additionalProperties"] = False
+    for key in list(result):
+        if key.startswith("x-kubernetes-"):
+            del result[key]
+    return result
+
+
+@dataclass
+class CelTally:
+    """What happened to the CEL rules met while validating (summed over a test session)."""
+
+    evaluated: int = 0
+    transition_rules: int = 0
+    unsupported: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: CelTally) -> None:
+        self.evaluated += other.evaluated
+        self.transition_rules += other.transition_rules
+        self.unsupported.update(other.unsupported)
+
+    @property
+    def skipped(self) -> int:
+        return self.transition_rules + sum(self.unsupported.values())
+
+    def summary(self) -> str:
+        parts = [f"{self.evaluated} evaluated", f"{self.skipped} skipped"]
+        detail = [f"{self.transition_rules} transition rules (oldSelf, update only)"]
+        detail += [f"{n} unsupported: {reason}" for reason, n in sorted(self.unsupported.items())]
+        return f"CEL rules: {', '.join(parts)} ({'; '.join(detail)})"
+
+
+def crd_violations(
+    crd: CrdVersion, obj: Mapping[str, Any], tally: CelTally | None = None
+) -> list[str]:
+    """Schema and CEL violations of a whole custom resource, one line each."""
+    schema = strict_schema(copy.deepcopy(crd.schema))
+    # metadata is validated by the API server itself, not by the CRD schema.
+    schema.setdefault("properties", {})["metadata"] = {"type": "object"}
+    body = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "metadata", "spec")}
+    validator = jsonschema.Draft7Validator(schema)
+    problems = [
+        f"{'.'.join(str(p) for p in error.absolute_path) or '<root>'}: {error.message[:300]}"
+        for error in sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
+    ]
+    local = CelTally()
+    problems.extend(cel_violations(crd.schema, body, local))
+    if tally is not None:
+        tally.add(local)
+    return problems
+
+
+# ---------------------------------------------------------------------------------- CEL
+
+# Kubernetes escapes property names that are not CEL identifiers
+# (k8s.io/apiextensions-apiserver pkg/apiserver/schema/cel/model: Escape).
+_CEL_RESERVED = {
+    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
+    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
+    "void", "while",
+}  # fmt: skip
+
+
+def escape_property(name: str) -> str:
+    if name in _CEL_RESERVED:
+        return f"__{name}__"
+    return (
+        name.replace("__", "__underscores__")
+        .replace(".", "__dot__")
+        .replace("-", "__dash__")
+        .replace("/", "__slash__")
+    )
+
+
+def _cel_value(schema: Mapping[str, Any], value: Any) -> Any:
+    """The JSON value as CEL sees it under ``schema``: declared properties escaped."""
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        out: dict[str, Any] = {}
+        for key, child in value.items():
+            if key in props:
+                out[escape_property(key)] = _cel_value(props[key], child)
+            else:
+                out[key] = _cel_value(extra if isinstance(extra, dict) else {}, child)
+        return out
+    if isinstance(value, list):
+        items = schema.get("items") or {}
+        return [_cel_value(items, child) for child in value]
+    return value
+
+
+def cel_violations(
+    schema: Mapping[str, Any], value: Any, tally: CelTally, path: str = ""
+) -> list[str]:
+    """Evaluate every ``x-kubernetes-validations`` rule at and below ``schema`` whose value is
+    present, as the API server does on create."""
+    if value is None:
+        return []
+    problems: list[str] = []
+    for rule in schema.get("x-kubernetes-validations") or []:
+        problems.extend(_evaluate_rule(rule, schema, value, tally, path or "<root>"))
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, child in value.items():
+            child_schema = props.get(key) if key in props else extra
+            if isinstance(child_schema, dict):
+                problems.extend(
+                    cel_violations(child_schema, child, tally, f"{path}.{key}" if path else key)
+                )
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, child in enumerate(value):
+            problems.extend(cel_violations(schema["items"], child, tally, f"{path}[{index}]"))
+    return problems
+
+
+def _evaluate_rule(
+    rule: Mapping[str, Any], schema: Mapping[str, Any], value: Any, tally: CelTally, path: str
+) -> list[str]:
+    import celpy
+    from celpy import CELEvalError, CELParseError
+
+    text = str(rule.get("rule", ""))
+    if "oldSelf" in text:
+        tally.transition_rules += 1
+        return []
+    env = celpy.Environment()
+    try:
+        program = env.program(env.compile(text), functions=_FUNCTIONS)
+    except CELParseError:
+        tally.unsupported["syntax cel-python cannot parse"] += 1
+        return []
+    try:
+        result = program.evaluate({"self": celpy.json_to_cel(_cel_value(schema, value))})
+    except CELEvalError as error:
+        reason = _unsupported_reason(error)
+        if reason is not None:
+            tally.unsupported[reason] += 1
+            return []
+        return [f"{path}: CEL rule {text!r} failed to evaluate: {error.args[0]}"]
+    if isinstance(result, CELEvalError):
+        reason = _unsupported_reason(result)
+        if reason is not None:
+            tally.unsupported[reason] += 1
+            return []
+        return [f"{path}: CEL rule {text!r} failed to evaluate: {result.args[0]}"]
+    tally.evaluated += 1
+    if bool(result):
+        return []
+    message = rule.get("message") or rule.get("messageExpression") or f"failed rule: {text}"
+    return [f"{path}: {message}"]
+
+
+def _equal(left: Any, right: Any) -> Any:
+    """CEL's heterogeneous equality, as cel-go (and so the API server) implements it: values of
+    different types are unequal, numbers compare by value (``1 == 1.0``), ``x == null`` holds
+    only for null. cel-python 0.5 raises "no such overload" instead, which would turn every
+    ``self.tlsConfig != null`` rule into a false violation."""
+    from celpy import celtypes
+
+    numeric = (celtypes.IntType, celtypes.UintType, celtypes.DoubleType)
+    if isinstance(left, numeric) and isinstance(right, numeric):
+        return celtypes.BoolType(float(left) == float(right))
+    if left is None or right is None:
+        return celtypes.BoolType(left is None and right is None)
+    if type(left) is not type(right):
+        return celtypes.BoolType(False)
+    return celtypes.BoolType(left == right)
+
+
+def _not_equal(left: Any, right: Any) -> Any:
+    from celpy import celtypes
+
+    return celtypes.BoolType(not _equal(left, right))
+
+
+def _is_cidr(value: Any) -> Any:
+    """Kubernetes' CEL ``isCIDR`` (k8s.io/apiserver pkg/cel/library/cidr.go: netip.ParsePrefix,
+    which accepts host bits)."""
+    import ipaddress
+
+    from celpy import celtypes
+
+    try:
+        ipaddress.ip_network(str(value), strict=False)
+    except ValueError:
+        return celtypes.BoolType(False)
+    return celtypes.BoolType("/" in str(value))
+
+
+def _is_ip(value: Any) -> Any:
+    """Kubernetes' CEL ``isIP`` (pkg/cel/library/ip.go: netip.ParseAddr, no zone)."""
+    import ipaddress
+
+    from celpy import celtypes
+
+    try:
+        ipaddress.ip_address(str(value))
+    except ValueError:
+        return celtypes.BoolType(False)
+    return celtypes.BoolType(True)
+
+
+_FUNCTIONS = MappingProxyType(
+    {"_==_": _equal, "_!=_": _not_equal, "isCIDR": _is_cidr, "isIP": _is_ip}
+)
+
+
+def _unsupported_reason(error: Exception) -> str | None:
+    """``undeclared reference to 'isURL'`` → the function name: a Kubernetes CEL library
+    function cel-python does not implement, which the API server would evaluate."""
+    text = str(error.args[0]) if error.args else str(error)
+    marker = "undeclared reference to '"
+    if marker in text:
+        name = text.split(marker, 1)[1].split("'", 1)[0]
+        return f"function {name}()"
+    return None
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.lru_cache(maxsize=256)
+def _file_crds(path: str, mtime_ns: int) -> tuple[dict[str, Any], ...]:
+    del mtime_ns  # part of the cache key only
+    with open(path, encoding="utf-8") as handle:
+        documents = list(yaml.load_all(handle, Loader=_LOADER))
+    return tuple(
+        d for d in documents if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"
+    )
+
+
+def crds_in_file(path: Path) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions of a YAML file (parsed once per session, with libyaml)."""
+    return copy.deepcopy(list(_file_crds(str(path), path.stat().st_mtime_ns)))
+
+
+class CrdCatalog:
+    """CRD versions by (apiVersion, kind), from CRD objects of any origin."""
+
+    def __init__(self, versions: Iterable[CrdVersion] = ()) -> None:
+        self._by_key: dict[tuple[str, str], CrdVersion] = {}
+        for version in versions:
+            self.add(version)
+
+    def add(self, version: CrdVersion) -> None:
+        self._by_key.setdefault((version.api_version, version.kind), version)
+
+    def add_crd(self, crd: Mapping[str, Any], source: str) -> None:
+        for version in served_versions(crd, source):
+            self.add(version)
+
+    def get(self, api_version: str, kind: str) -> CrdVersion | None:
+        return self._by_key.get((api_version, kind))
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        return key in self._by_key
+
+    def __len__(self) -> int:
+        return len(self._by_key)
