@@ -7,6 +7,9 @@ SHELL := bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+VENV_STAMP := $(VENV)/.gpu-platform-installed
+POLICY_VENV := policies/.venv
+POLICY_STAMP := $(POLICY_VENV)/.gpu-platform-installed
 STACK ?= lab
 STATE_DIR := $(CURDIR)/.pulumi-state
 LAB_PASSPHRASE := gpu-platform-lab-only
@@ -16,6 +19,9 @@ ifeq ($(STACK),lab)
 # their own secrets provider.
 export PULUMI_BACKEND_URL ?= file://$(STATE_DIR)
 export PULUMI_CONFIG_PASSPHRASE ?= $(LAB_PASSPHRASE)
+# preview, kubeconfigs and destroy work before the first `make lab`: the state directory and the
+# (empty) stack are created first.
+STACK_READY := lab-stack
 endif
 KUBECONFIG_DIR := $(CURDIR)/.lab/kubeconfigs
 PULUMI := pulumi --non-interactive
@@ -24,16 +30,45 @@ PULUMI := pulumi --non-interactive
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+# A virtualenv is (re)installed only when a requirements file changes (the stamp is older), so
+# `make test` on a fresh clone prepares .venv first and on a prepared one starts at once, silently.
+$(VENV_STAMP): requirements.txt requirements-dev.txt policies/requirements.txt constraints.txt
+	@echo "== preparing $(VENV): pinned program, policy and test dependencies"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+	@touch $@
 
 .PHONY: venv
-venv: $(BIN)/python ## Create .venv with the pinned program, policy and test dependencies
-	$(BIN)/pip install --quiet -r requirements-dev.txt -c constraints.txt
+venv: $(VENV_STAMP) ## Create .venv with the pinned program, policy and test dependencies
+
+# The policy pack runs in its own interpreter: PulumiPolicy.yaml names policies/.venv, and the CLI
+# never installs a local --policy-pack's requirements (pulumi/pulumi v3.259.0,
+# pkg/engine/update.go:278-330 loads local packs with no install step; only packs enforced from
+# Pulumi Cloud are installed, pkg/engine/policypacks.go:34-160). `make preview`, .ci/run and the
+# workflows all create it here.
+$(POLICY_STAMP): policies/requirements.txt constraints.txt
+	@echo "== preparing $(POLICY_VENV): the policy pack's own interpreter (PulumiPolicy.yaml)"
+	@test -x $(POLICY_VENV)/bin/python || $(PYTHON) -m venv $(POLICY_VENV)
+	@$(POLICY_VENV)/bin/python -m pip install --quiet --upgrade pip
+	@$(POLICY_VENV)/bin/python -m pip install --quiet -r policies/requirements.txt -c constraints.txt
+	@touch $@
+
+.PHONY: policy-venv
+policy-venv: $(POLICY_STAMP) ## Create policies/.venv, the interpreter the CLI runs the policy pack with
+
+# The lab's local file backend: the CLI opens it but never creates it (pulumi/pulumi v3.259.0,
+# pkg/backend/diy/backend.go:283 returns the open error), so every target that talks to the lab
+# stack creates it, and the stack, first.
+$(STATE_DIR):
+	mkdir -p $@
+
+.PHONY: lab-stack
+lab-stack: | $(STATE_DIR)
+	$(PULUMI) stack select lab --create
 
 .PHONY: test
-test: ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
+test: venv ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
 	$(BIN)/python -m pytest -q -m "not live and not integration"
 
 .PHONY: check
@@ -44,45 +79,46 @@ check: ## Static checks: ruff (lint + format), mypy, shellcheck
 	find scripts -name '*.sh' -print0 | xargs -0 -r $(BIN)/shellcheck
 
 .PHONY: preflight
-preflight: ## Check this host can run the lab (Docker, Linux, CPUs, memory, disk, kind, kubectl)
+preflight: venv ## Check this host can run the lab (Docker, Linux, CPUs, memory, disk, kind, kubectl)
 	$(BIN)/python -m components.preflight
 
 .PHONY: lab
-lab: venv preflight charts ## Bring the lab up end to end: pulumi up, acceptance suite, kubeconfigs
-	mkdir -p $(STATE_DIR)
-	$(PULUMI) stack select lab --create
+lab: venv preflight charts lab-stack ## Bring the lab up end to end: pulumi up, acceptance suite, kubeconfigs
 	$(PULUMI) up --yes --stack lab --skip-preview
 	$(MAKE) --no-print-directory acceptance STACK=lab
 	$(MAKE) --no-print-directory kubeconfigs STACK=lab
 
 .PHONY: kubeconfigs
-kubeconfigs: ## Write each tenant's admin kubeconfig to .lab/kubeconfigs/ (mode 600)
+kubeconfigs: venv $(STACK_READY) ## Write each tenant's admin kubeconfig to .lab/kubeconfigs/ (mode 600)
 	mkdir -p $(KUBECONFIG_DIR) && chmod 700 $(KUBECONFIG_DIR)
-	$(PULUMI) stack output --stack $(STACK) --json --show-secrets tenantKubeconfigs \
-	  | $(BIN)/python scripts/write_kubeconfigs.py $(KUBECONFIG_DIR)
+	@if ! out=$$($(PULUMI) stack output --stack $(STACK) --json --show-secrets tenantKubeconfigs); then \
+	  echo "no tenant kubeconfigs in stack $(STACK): deploy it first (make lab, or pulumi up -s $(STACK))" >&2; \
+	  exit 1; \
+	fi; \
+	printf '%s' "$$out" | $(BIN)/python scripts/write_kubeconfigs.py $(KUBECONFIG_DIR)
 
 .PHONY: preview
-preview: charts ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
+preview: venv policy-venv charts $(STACK_READY) ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
 	$(PULUMI) preview --stack $(STACK) \
 	  --policy-pack policies --policy-pack-config policies/config/$(STACK).json
 
 .PHONY: acceptance
-acceptance: ## The eight acceptance tests (and extras) against the deployed STACK; report in reports/
+acceptance: venv ## The eight acceptance tests (and extras) against the deployed STACK; report in reports/
 	mkdir -p reports
 	GPU_PLATFORM_STACK=$(STACK) \
 	  $(BIN)/python -m pytest tests/acceptance -m live -p no:cacheprovider --junitxml reports/acceptance.xml
 
 .PHONY: destroy
-destroy: ## Tear STACK down (lab: also the kind cluster and worker containers)
+destroy: $(STACK_READY) ## Tear STACK down (lab: also the kind cluster and worker containers)
 	$(PULUMI) destroy --yes --stack $(STACK)
 	rm -rf $(KUBECONFIG_DIR)
 
 .PHONY: versions
-versions: ## Print every pinned upstream version
+versions: venv ## Print every pinned upstream version
 	$(BIN)/python -m components.versions
 
 .PHONY: bench
-bench: ## Evaluation cost, critical path and control-plane footprint (see README)
+bench: venv ## Evaluation cost, critical path and control-plane footprint (see README)
 	$(BIN)/python -m benchmarks
 
 .PHONY: charts
@@ -94,13 +130,13 @@ fetch-upstream: charts ## charts, plus the upstream data files the contract test
 	bash scripts/fetch-upstream.sh .upstream
 
 .PHONY: docs
-docs: ## Regenerate README.md's configuration reference from the pydantic models
+docs: venv ## Regenerate README.md's configuration reference from the pydantic models
 	$(BIN)/python -m components.config_reference --write README.md
 
 .PHONY: integration
-integration: ## Opt-in, ~15 min: up -> acceptance -> destroy of the lab through the Automation API
+integration: venv ## Opt-in, ~15 min: up -> acceptance -> destroy of the lab through the Automation API
 	GPU_PLATFORM_INTEGRATION=1 $(BIN)/python -m pytest tests/integration -m integration -p no:cacheprovider
 
 .PHONY: bench-ci
-bench-ci: ## The benchmark's structural checks, as CI runs them (no absolute timings)
+bench-ci: venv ## The benchmark's structural checks, as CI runs them (no absolute timings)
 	$(BIN)/python -m benchmarks --ci
