@@ -1,14 +1,21 @@
-"""The pack as a real analyzer process, queried over its gRPC interface.
+"""The pack as a real analyzer process, queried over its gRPC interface, started the way the CLI
+starts it.
 
-The Pulumi CLI starts a Python policy pack through the language host as
-``python -u -m pulumi.policy <engine address> <policy pack dir>`` (pulumi-language-python
-``RunPlugin`` for kind analyzer), with the project, stack and dry-run flag in ``PULUMI_PROJECT``,
-``PULUMI_STACK``, ``PULUMI_DRY_RUN`` and config in ``PULUMI_CONFIG``. pulumi-policy's ``PolicyPack``
-starts a gRPC server on 127.0.0.1, prints the port as the first line of stdout and serves until
-killed. The engine then calls GetAnalyzerInfo, Configure (the reconciled policy config),
-Analyze per resource (its inputs) and AnalyzeStack once (every resource's outputs).
+The Pulumi CLI starts a Python policy pack through the language host with the interpreter of the
+virtualenv ``PulumiPolicy.yaml`` names (``policies/.venv``, which the CLI never creates for a local
+pack; ``make policy-venv`` does) as ``python -u -m pulumi.policy <engine address> <policy pack
+dir>`` with the pack directory as working directory (pulumi/pulumi v3.259.0,
+sdk/python/cmd/pulumi-language-python/main.go:1540,1612-1639), with the project, stack and dry-run
+flag in ``PULUMI_PROJECT``, ``PULUMI_STACK``, ``PULUMI_DRY_RUN`` and config in ``PULUMI_CONFIG``.
+pulumi-policy's ``PolicyPack`` starts a gRPC server on 127.0.0.1, prints the port as the first
+line of stdout and serves until killed. The engine then calls Handshake (UNIMPLEMENTED is fine,
+pkg/resource/plugin/analyzer_plugin.go:79-102), ConfigureStack (:225-262), GetAnalyzerInfo,
+Configure (the reconciled policy config), Remediate then Analyze per resource (its inputs;
+pkg/resource/deploy/step_generator.go:1401-1440) and AnalyzeStack once (every resource's outputs).
 
-Both launch styles are exercised: the CLI's, and ``python policies/__main__.py`` run directly.
+Running the pack from ``policies/.venv`` (only ``pulumi`` and ``pulumi-policy``) rather than the
+test interpreter catches an import the pack's requirements do not provide. Both launch styles are
+exercised: the CLI's, and ``python policies/__main__.py`` run directly.
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ from __future__ import annotations
 import os
 import selectors
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +41,8 @@ from tests.support.harness import Recording, Registration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POLICIES_DIR = REPO_ROOT / "policies"
+# The interpreter PulumiPolicy.yaml's runtime options name (virtualenv .venv, relative to the pack).
+POLICY_PYTHON = POLICIES_DIR / ".venv" / "bin" / "python"
 STARTUP_SECONDS = 60.0
 LEVELS = {
     EnforcementLevel.ADVISORY: analyzer_pb2.ADVISORY,
@@ -43,9 +51,19 @@ LEVELS = {
     EnforcementLevel.DISABLED: analyzer_pb2.DISABLED,
 }
 LAUNCHES = {
-    "cli": (["-u", "-m", "pulumi.policy", "127.0.0.1:0", str(POLICIES_DIR)], REPO_ROOT),
+    "cli": (["-u", "-m", "pulumi.policy", "127.0.0.1:0", str(POLICIES_DIR)], POLICIES_DIR),
     "main": (["-u", str(POLICIES_DIR / "__main__.py")], POLICIES_DIR),
 }
+
+
+def policy_python() -> Path:
+    """policies/.venv's interpreter; outside CI a missing venv skips (CI must have built it)."""
+    if POLICY_PYTHON.exists():
+        return POLICY_PYTHON
+    message = "policies/.venv is missing: run `make policy-venv` (the CLI runs the pack from it)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 def analyzer_env(stack: str) -> dict[str, str]:
@@ -78,7 +96,7 @@ def read_port(proc: subprocess.Popen[bytes]) -> int:
 def analyzer(request: pytest.FixtureRequest) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
     args, cwd = LAUNCHES[request.param]
     proc = subprocess.Popen(
-        [sys.executable, *args],
+        [str(policy_python()), *args],
         cwd=cwd,
         env=analyzer_env("lab"),
         stdout=subprocess.PIPE,
@@ -88,7 +106,9 @@ def analyzer(request: pytest.FixtureRequest) -> Iterator[analyzer_pb2_grpc.Analy
         port = read_port(proc)
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         grpc.channel_ready_future(channel).result(timeout=STARTUP_SECONDS)
-        yield analyzer_pb2_grpc.AnalyzerStub(channel)
+        stub = analyzer_pb2_grpc.AnalyzerStub(channel)
+        engine_start(stub, "lab")
+        yield stub
         channel.close()
         assert proc.poll() is None, "the analyzer exited while serving"
     finally:
@@ -98,6 +118,35 @@ def analyzer(request: pytest.FixtureRequest) -> Iterator[analyzer_pb2_grpc.Analy
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def engine_start(stub: analyzer_pb2_grpc.AnalyzerStub, stack: str) -> None:
+    """What the engine sends once the pack has printed its port: Handshake (a pack that does not
+    implement it answers UNIMPLEMENTED, which the engine accepts), then ConfigureStack."""
+    try:
+        stub.Handshake(
+            analyzer_pb2.AnalyzerHandshakeRequest(
+                engine_address="127.0.0.1:0",
+                root_directory=str(POLICIES_DIR),
+                program_directory=str(POLICIES_DIR),
+            )
+        )
+    except grpc.RpcError as error:
+        if error.code() != grpc.StatusCode.UNIMPLEMENTED:
+            raise
+    stub.ConfigureStack(
+        analyzer_pb2.AnalyzerStackConfigureRequest(
+            stack=stack, project="gpu-platform", dry_run=True, config={}, config_secret_keys=[]
+        )
+    )
+
+
+def engine_analyze(stub: analyzer_pb2_grpc.AnalyzerStub, request: Any) -> Any:
+    """One resource as the engine checks it: Remediate first, then Analyze. The pack has no
+    remediations, so Remediate must hand nothing back."""
+    remediated = stub.Remediate(request)
+    assert list(remediated.remediations) == []
+    return stub.Analyze(request)
 
 
 def struct(value: dict[str, Any]) -> struct_pb2.Struct:
@@ -198,7 +247,7 @@ def test_analyze_reports_a_violating_resource_and_passes_a_clean_one(
 ) -> None:
     configure(analyzer, "lab")
     bad = deployment_reg("bad", deployment("bad", pod_spec([container(gpu(memory="20Gi"))])))
-    response = analyzer.Analyze(analyze_request(bad, {}))
+    response = engine_analyze(analyzer, analyze_request(bad, {}))
     assert [d.policyName for d in response.diagnostics] == ["hami-gpu-requests"]
     diagnostic = response.diagnostics[0]
     assert diagnostic.enforcementLevel == analyzer_pb2.MANDATORY
@@ -207,13 +256,13 @@ def test_analyze_reports_a_violating_resource_and_passes_a_clean_one(
     assert diagnostic.policyPackName == "gpu-platform-policies"
 
     good = deployment_reg("good", deployment("good", pod_spec([container(gpu())])))
-    assert list(analyzer.Analyze(analyze_request(good, {})).diagnostics) == []
+    assert list(engine_analyze(analyzer, analyze_request(good, {})).diagnostics) == []
 
 
 def test_analyze_during_preview_ignores_unknowns(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
     configure(analyzer, "lab")
     props = deployment("u", pod_spec([container(gpu(memory="<unknown>"))]), replicas="<unknown>")
-    response = analyzer.Analyze(analyze_request(deployment_reg("u", props), {}))
+    response = engine_analyze(analyzer, analyze_request(deployment_reg("u", props), {}))
     assert list(response.diagnostics) == []
 
 
@@ -224,9 +273,9 @@ def test_lab_only_parts_depend_on_the_stacks_policy_config(
     props["metadata"]["labels"]["gpu-platform.io/lab-only"] = "true"
     request = analyze_request(deployment_reg("completer", props), {})
     configure(analyzer, "lab")
-    assert list(analyzer.Analyze(request).diagnostics) == []
+    assert list(engine_analyze(analyzer, request).diagnostics) == []
     configure(analyzer, "prod")
-    response = analyzer.Analyze(request)
+    response = engine_analyze(analyzer, request)
     assert [d.policyName for d in response.diagnostics] == ["lab-only-components"]
     configure(analyzer, "lab")
 
@@ -259,3 +308,27 @@ def test_analyze_stack_on_the_recorded_lab_preview(
     ]
     assert mandatory == []
     assert not any("can't run policy" in d.message for d in response.diagnostics)
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_every_recorded_resource_passes_remediate_and_analyze(
+    analyzer: analyzer_pb2_grpc.AnalyzerStub,
+    recordings: Callable[[str, bool], Recording],
+    stack: str,
+) -> None:
+    """The shipped stacks, resource by resource as the engine sends them at preview: no
+    remediation, no mandatory violation, no policy that fails to run."""
+    recording = recordings(stack, True)
+    configure(analyzer, stack)
+    by_urn = recording.by_urn()
+    problems = []
+    for reg in recording.resources:
+        if not reg.custom:
+            continue
+        for diagnostic in engine_analyze(analyzer, analyze_request(reg, by_urn)).diagnostics:
+            if diagnostic.enforcementLevel == analyzer_pb2.MANDATORY or "can't run" in (
+                diagnostic.message
+            ):
+                problems.append(f"{reg.name}: {diagnostic.policyName}: {diagnostic.message}")
+    configure(analyzer, "lab")
+    assert problems == []
