@@ -69,6 +69,9 @@ class Recording:
     secret_outputs: list[str]
     logs: list[str]
     error: str | None = None
+    # Whether the program failed with a pulumi.RunError (printed by the CLI as one message, with
+    # no traceback).
+    run_error: bool = False
     duplicate_urns: list[str] = field(default_factory=list)
 
     def by_urn(self) -> dict[str, Registration]:
@@ -211,24 +214,40 @@ current-context: mock
 # ------------------------------------------------------------------------------ running
 
 
+class DuplicateUrnError(AssertionError):
+    """The program registered one URN twice: the engine refuses that (``Duplicate resource
+    URN``), so no evaluation that does it may pass, whatever config it ran."""
+
+
 def evaluate(
     stack: str,
     preview: bool,
     config: dict[str, Any] | None = None,
     timeout: float = 240.0,
     environment: dict[str, str] | None = None,
+    program: str = "__main__.py",
 ) -> Recording:
     """Evaluate the program for a stack (or an explicit config block) in a child process, with
-    ``environment`` added to the child's (the host's proxy variables are never passed on)."""
+    ``environment`` added to the child's (the host's proxy variables are never passed on).
+
+    Raises DuplicateUrnError when any URN was registered twice (the child refuses the second
+    registration as the engine does, which also fails the program)."""
     request = {
         "stack": stack,
         "preview": preview,
         "config": config if config is not None else load_stack_config(stack),
         "environment": environment or {},
+        "program": program,
     }
     payload = run_child("tests.support.harness_runner", request, timeout)
     resources = [Registration(**r) for r in payload.pop("resources")]
-    return Recording(resources=resources, **payload)
+    recording = Recording(resources=resources, **payload)
+    if recording.duplicate_urns:
+        raise DuplicateUrnError(
+            f"{stack}: the engine would refuse {len(recording.duplicate_urns)} duplicate URN(s), "
+            f"first {recording.duplicate_urns[0]}: {recording.error}"
+        )
+    return recording
 
 
 def run_child(module: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:

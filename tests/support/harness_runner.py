@@ -88,8 +88,13 @@ class FakeMocks(pulumi.runtime.Mocks):
         return {}, None
 
 
+class DuplicateUrnError(Exception):
+    """What the engine answers a second registration of one URN."""
+
+
 class RecordingMonitor(mocks.MockMonitor):
-    """A MockMonitor that keeps what the engine would see of each registration."""
+    """A MockMonitor that keeps what the engine would see of each registration, and refuses a
+    duplicate URN as the engine does."""
 
     def __init__(self, mocks_: FakeMocks) -> None:
         super().__init__(mocks_)
@@ -98,13 +103,36 @@ class RecordingMonitor(mocks.MockMonitor):
         self.secret_outputs: list[str] = []
         self.seen_urns: set[str] = set()
         self.duplicates: list[str] = []
+        # The engine's qualified type of each registered URN (the mock's URNs keep only the
+        # parent's last type; the engine keeps the whole chain).
+        self.qualified_types: dict[str, str] = {}
 
-    def _graph_record(self, request: Any, read: bool) -> dict[str, Any]:
-        """What the dependency graph needs of a registration (noting duplicate URNs)."""
-        urn = self.make_urn(request.parent, request.type, request.name)
+    def engine_urn(self, parent: str, type_: str, name: str) -> str:
+        """The URN the engine gives a registration: the parent's whole qualified type chain,
+        without the root stack's type (pulumi/pulumi v3.259.0,
+        pkg/resource/deploy/deployment.go:795-805, sdk/go/common/resource/urn/urn.go:80-93)."""
+        parent_type = self.qualified_types.get(parent, "")
+        qualified = f"{parent_type}${type_}" if parent_type else type_
+        urn = f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{qualified}::{name}"
+        return urn
+
+    def _check_unique(self, request: Any) -> None:
+        """Refuse a second registration of one URN, with the engine's message
+        (sdk/go/common/diag/errors.go:33, pkg/resource/deploy/step_generator.go:284)."""
+        urn = self.engine_urn(request.parent, request.type, request.name)
         if urn in self.seen_urns:
             self.duplicates.append(urn)
+            raise DuplicateUrnError(f"Duplicate resource URN '{urn}'; try giving it a unique name")
         self.seen_urns.add(urn)
+        mock_urn = self.make_urn(request.parent, request.type, request.name)
+        parent_type = self.qualified_types.get(request.parent, "")
+        self.qualified_types[mock_urn] = (
+            f"{parent_type}${request.type}" if parent_type else request.type
+        )
+
+    def _graph_record(self, request: Any, read: bool) -> dict[str, Any]:
+        """What the dependency graph needs of a registration."""
+        urn = self.make_urn(request.parent, request.type, request.name)
         return {
             "urn": urn,
             "type": request.type,
@@ -148,12 +176,15 @@ class RecordingMonitor(mocks.MockMonitor):
         self.records.append(record)
 
     def RegisterResource(self, request: Any) -> Any:
+        if request.type != harness.STACK_TYPE:
+            self._check_unique(request)
         response = super().RegisterResource(request)
         if request.type != harness.STACK_TYPE:
             self._record(request, read=False)
         return response
 
     def ReadResource(self, request: Any) -> Any:
+        self._check_unique(request)
         response = super().ReadResource(request)
         self._record(request, read=True)
         return response
@@ -208,7 +239,8 @@ def main() -> None:
         monitor=monitor,
     )
     error: str | None = None
-    program = str(harness.REPO_ROOT / "__main__.py")
+    run_error = False
+    program = str(harness.REPO_ROOT / request.get("program", "__main__.py"))
     try:
         _sync_await(run_pulumi_func(lambda: runpy.run_path(program, run_name="__main__")))
         # set_mocks finished the root stack before the program ran; finish it again so the
@@ -220,6 +252,8 @@ def main() -> None:
             _sync_await(run_pulumi_func(lambda: None))
     except Exception as exc:  # recorded for the test to judge
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        # The CLI prints a RunError as its message alone, anything else with a traceback.
+        run_error = isinstance(exc, pulumi.RunError)
         if not isinstance(exc, ValueError):
             error += "\n" + traceback.format_exc()
     json.dump(
@@ -231,6 +265,7 @@ def main() -> None:
             "secret_outputs": monitor.secret_outputs,
             "logs": handler.lines,
             "error": error,
+            "run_error": run_error,
             "duplicate_urns": monitor.duplicates,
         },
         sys.stdout,
