@@ -6,6 +6,7 @@ Tenants never depend on each other, so Pulumi builds them in parallel.
 
 import pulumi
 
+from components import resource_names
 from components.config import PlatformConfig, Tenant, load_platform_config
 from components.gpu_tenant import GpuTenant, GpuTenantArgs
 from components.gpu_worker_pool import GpuWorkerPool, GpuWorkerPoolArgs
@@ -27,7 +28,7 @@ def build_tenant(
     )
     pools = {
         pool.name: GpuWorkerPool(
-            f"{tenant_config.name}-{pool.name}",
+            resource_names.pool_component(tenant_config.name, pool.name),
             GpuWorkerPoolArgs(
                 platform=platform,
                 tenant_config=tenant_config,

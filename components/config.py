@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
+from pulumi import RunError
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -57,8 +58,19 @@ _FIXES = MappingProxyType(
 )
 
 
-class ConfigError(ValueError):
-    """Bad stack configuration: one message per problem, each naming the key and the fix."""
+class ConfigError(RunError, ValueError):
+    """Bad stack configuration: one message per problem, each naming the key and the fix.
+
+    A ``pulumi.RunError``: the CLI's Python host prints a RunError as its message alone and any
+    other exception with a traceback (pulumi/pulumi v3.259.0,
+    sdk/python/cmd/pulumi-language-python-exec:234-240)."""
+
+
+def problem_message(header: str, problems: list[str]) -> str:
+    """``header: problem`` on one line for one problem; one indented line per problem else."""
+    if len(problems) == 1:
+        return f"{header}: {problems[0]}"
+    return f"{header}:\n  " + "\n  ".join(problems)
 
 
 class _Model(BaseModel):
@@ -1055,7 +1067,7 @@ def parse_platform(raw: Mapping[str, Any] | None) -> PlatformConfig:
             "into your stack file"
         )
     try:
-        return PlatformConfig.model_validate(raw)
+        platform = PlatformConfig.model_validate(raw)
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
@@ -1072,12 +1084,19 @@ def parse_platform(raw: Mapping[str, Any] | None) -> PlatformConfig:
                 lines.extend(message.split(PROBLEM_SEPARATOR))
                 continue
             lines.extend(f"{where}: {part}" for part in message.split(PROBLEM_SEPARATOR))
-        raise ConfigError("invalid stack configuration:\n  " + "\n  ".join(lines)) from None
+        raise ConfigError(problem_message("invalid stack configuration", lines)) from None
+    # Names need the components' naming functions, which import these models.
+    from components.resource_names import name_problems
+
+    problems = name_problems(platform)
+    if problems:
+        raise ConfigError(problem_message("invalid stack configuration", problems))
+    return platform
 
 
 def load_platform_config() -> PlatformConfig:
     """Read and validate ``<project>:platform`` and check that the secrets it names are set."""
-    import pulumi  # local import: the models stay usable without a Pulumi runtime
+    import pulumi  # local import: reading config needs the program's runtime settings
 
     config = pulumi.Config()
     platform = parse_platform(config.get_object(CONFIG_KEY))
@@ -1104,8 +1123,11 @@ def check_secrets_present(platform: PlatformConfig, lookup: Callable[[str], obje
     missing = [key for key in required_secret_keys(platform) if lookup(key) is None]
     if missing:
         raise ConfigError(
-            "secret config values are missing:\n  "
-            + "\n  ".join(
-                f"{key}: set it with `pulumi config set --secret {key} < <file>`" for key in missing
+            problem_message(
+                "secret config values are missing",
+                [
+                    f"{key}: set it with `pulumi config set --secret {key} < <file>`"
+                    for key in missing
+                ],
             )
         )

@@ -44,6 +44,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import resource_names
 from components.config import PlatformConfig, Tenant
 from components.lab import kube_proxy, mock_device_plugin
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, LAB_ONLY_LABEL
@@ -544,7 +545,7 @@ class GpuTenant(pulumi.ComponentResource):
             manifest = resource_quota(quota, tenant.name)
             created = self._namespaces.get(quota.namespace)
             k8s.core.v1.ResourceQuota(
-                f"{self._name}-quota-{quota.namespace}",
+                resource_names.tenant_quota(self._name, quota.namespace),
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
                 opts=self._in_tenant(depends_on=[created] if created else []),
@@ -654,7 +655,7 @@ class GpuTenant(pulumi.ComponentResource):
 
     def _tenant_namespace(self, namespace: str, extra_labels: dict[str, str]) -> pulumi.Resource:
         return k8s.core.v1.Namespace(
-            f"{self._name}-ns-{namespace}",
+            resource_names.tenant_namespace(self._name, namespace),
             metadata={"name": namespace, "labels": {**self._labels, **extra_labels}},
             opts=self._in_tenant(),
         )
@@ -671,7 +672,7 @@ class GpuTenant(pulumi.ComponentResource):
             }
             created = self._namespaces.get(workload.namespace)
             k8s.apps.v1.Deployment(
-                f"{self._name}-workload-{workload.namespace}-{workload.name}",
+                resource_names.tenant_workload(self._name, workload.namespace, workload.name),
                 metadata=metadata,
                 spec=manifest["spec"],
                 opts=self._in_tenant(depends_on=[self._hami, *([created] if created else [])]),
