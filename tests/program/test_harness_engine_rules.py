@@ -14,7 +14,8 @@ def test_the_harness_refuses_a_duplicate_urn_like_the_engine() -> None:
 
 
 def test_the_harness_uses_the_engines_qualified_type_chain() -> None:
-    """Children of two parents of different types with one name are two URNs to the engine."""
+    """Same-named, same-typed grandchildren under different grandparent types: one mock URN,
+    two engine URNs, so no duplicate."""
     recording = evaluate("lab", False, program="tests/support/programs/distinct_urns.py")
     assert recording.error is None, recording.error
     assert len(recording.resources) == 6
