@@ -14,7 +14,7 @@ from components.management_cluster import ManagementCluster, ManagementClusterAr
 
 
 def build_tenant(
-    platform: PlatformConfig, tenant_config: Tenant, index: int, management: ManagementCluster
+    platform: PlatformConfig, tenant_config: Tenant, management: ManagementCluster
 ) -> tuple[GpuTenant, pulumi.Output[dict[str, object]]]:
     """One tenant with its pools, and the summary the stack exports for it."""
     tenant = GpuTenant(
@@ -23,7 +23,7 @@ def build_tenant(
             platform=platform,
             tenant=tenant_config,
             management=management,
-            address=management.tenant_address(index),
+            address=management.tenant_address(tenant_config.name),
         ),
     )
     pools = {
@@ -56,8 +56,8 @@ def main() -> None:
     platform = load_platform_config()
     management = ManagementCluster("management", ManagementClusterArgs(platform=platform))
     built = {
-        tenant_config.name: build_tenant(platform, tenant_config, index, management)
-        for index, tenant_config in enumerate(platform.tenants)
+        tenant_config.name: build_tenant(platform, tenant_config, management)
+        for tenant_config in platform.tenants
     }
     pulumi.export("mode", platform.mode)
     pulumi.export("kubernetesVersion", platform.kubernetes_version)

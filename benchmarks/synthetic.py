@@ -3,7 +3,8 @@
 Pure: takes the stack file's ``config:`` block, returns a new one. Every synthetic tenant is a copy
 of the stack's first tenant with
 
-* a unique name (``bench-001`` …), schema and username (``bench_001`` …);
+* a unique name (``bench-001`` …), schema and username (``bench_001`` …); in the lab a name
+  whose hashed MetalLB address an earlier tenant has is skipped (the lab refuses the pair);
 * a pod and a service CIDR (``/20`` by default) carved from ``10.0.0.0/8``, disjoint from every
   other tenant and from the management cluster's own subnets (kind: ``podSubnet`` and
   ``serviceSubnet``, by default ``10.244.0.0/16`` and ``10.96.0.0/12``);
@@ -27,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from components.config import CONFIG_KEY, parse_platform
+from components.lab_network import tenant_slot
 
 PLATFORM_KEY = f"gpu-platform:{CONFIG_KEY}"
 FULL_SIZES: tuple[int, ...] = (2, 10, 50, 100)
@@ -47,6 +49,24 @@ def tenant_name(index: int) -> str:
 def datastore_identifier(index: int) -> str:
     """Schema and username of synthetic tenant ``index``: ``bench_001`` for index 0."""
     return f"bench_{index + 1:03d}"
+
+
+def _lab_numbers(count: int, pool_size: int) -> list[int]:
+    """Tenant numbers whose names hash to distinct lab addresses (the lab refuses two tenants
+    without a fixed address on one, see ``components.lab_network.tenant_slot``): ``bench-001``,
+    ``bench-002`` … skipping a name whose address an earlier one has."""
+    if count > pool_size:
+        return list(range(count))  # parse_platform reports the pool as too small
+    taken: set[int] = set()
+    numbers: list[int] = []
+    number = 0
+    while len(numbers) < count:
+        slot = tenant_slot(tenant_name(number), pool_size)
+        if slot not in taken:
+            taken.add(slot)
+            numbers.append(number)
+        number += 1
+    return numbers
 
 
 def carve_subnets(
@@ -143,13 +163,18 @@ def synthetic_platform(
     subnets = carve_subnets(2 * tenants, prefix=prefix, avoid=avoid)
 
     result = copy.deepcopy(dict(platform))
+    kind = (result.get("management") or {}).get("kind")
+    if kind is not None:
+        base_size = int(kind.get("metallbPoolSize", 16))
+        kind["metallbPoolSize"] = min(MAX_METALLB_POOL, base_size + tenants)
+    numbers = _lab_numbers(tenants, kind["metallbPoolSize"]) if kind else range(tenants)
     result["tenants"] = []
-    for index in range(tenants):
+    for index, number in enumerate(numbers):
         tenant = copy.deepcopy(template)
-        tenant["name"] = tenant_name(index)
+        tenant["name"] = tenant_name(number)
         data_store = dict(tenant["dataStore"])
-        data_store["schema"] = datastore_identifier(index)
-        data_store["username"] = datastore_identifier(index)
+        data_store["schema"] = datastore_identifier(number)
+        data_store["username"] = datastore_identifier(number)
         tenant["dataStore"] = data_store
         tenant["network"] = {"podCidr": subnets[2 * index], "serviceCidr": subnets[2 * index + 1]}
         if addresses:
@@ -158,11 +183,6 @@ def synthetic_platform(
         if workloads:
             tenant["workloads"] = copy.deepcopy(workloads)
         result["tenants"].append(tenant)
-
-    kind = (result.get("management") or {}).get("kind")
-    if kind is not None:
-        base_size = int(kind.get("metallbPoolSize", 16))
-        kind["metallbPoolSize"] = min(MAX_METALLB_POOL, base_size + tenants)
     parse_platform(result)  # raises ConfigError naming the key if the synthetic config is invalid
     return result
 

@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components.catalog import CARD_CATALOG, CardModel
+from components.lab_network import pool_size_problem, slot_collisions
 from components.versions import PINNED, kind_node_image
 
 CONFIG_KEY = "platform"
@@ -823,6 +824,7 @@ class PlatformConfig(_Model):
         problems += self._check_management_namespaces()
         problems += self._check_pool_providers()
         problems += self._check_gpu_driver()
+        problems += self._check_lab_addresses()
         if problems:
             raise ValueError(PROBLEM_SEPARATOR.join(problems))
         return self
@@ -1003,6 +1005,19 @@ class PlatformConfig(_Model):
         if self.mode == "lab" and "gpu_driver" in self.model_fields_set:
             return ["gpuDriver: the lab's GPUs are simulated and get no driver; remove gpuDriver"]
         return []
+
+    def _check_lab_addresses(self) -> list[str]:
+        """Lab tenants without a fixed address get one from their name's hash: refuse two names
+        that hash to one address (pinning one beats resolving by order, which could move it)."""
+        if self.mode != "lab" or self.management.kind is None:
+            return []
+        too_small = pool_size_problem(self.management.kind.metallb_pool_size, len(self.tenants))
+        if too_small is not None:
+            return [too_small]
+        return slot_collisions(
+            [(tenant.name, tenant.control_plane.address) for tenant in self.tenants],
+            self.management.kind.metallb_pool_size,
+        )
 
     # ----- derived views the components use
 

@@ -10,20 +10,33 @@ The pool is carved from the **top** of that subnet: docker hands container addre
 bottom (the gateway, the kind node, then every worker container), so the top is where nobody else
 allocates. The broadcast address and the gateway are never part of the pool, and the pool must fit
 in the subnet's upper half so docker keeps the lower half for containers.
+
+A tenant's control-plane address must never move: its kubelets, Konnectivity agents
+(``--proxy-server-host`` is fixed when the agent is created) and the tenant provider keep the old
+one. So the address depends on the tenant's **name**, not its place in the list: the tenant's
+position in the pool is a hash of its name (``tenant_slot``), counted from the top. Two tenants
+whose names hash to one position are refused at validation (``slot_collisions``) rather than
+resolved by an order, which could move one of them when a tenant is added or removed: pin one of
+them with ``controlPlane.address`` instead. Changing ``metallbPoolSize`` moves every hashed
+address; pin the addresses first.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 from collections.abc import Sequence
 from typing import Any
 
+from pulumi import RunError
+
 IPv4 = ipaddress.IPv4Address
 
 
-class LabNetworkError(ValueError):
-    """The docker network cannot host the MetalLB pool, or a tenant has no address."""
+class LabNetworkError(RunError, ValueError):
+    """The docker network cannot host the MetalLB pool, or a tenant has no address. A RunError:
+    the CLI prints it as one message, without a traceback."""
 
 
 def _networks(inspect_json: str) -> list[dict[str, Any]]:
@@ -121,61 +134,97 @@ def address_ranges(pool: Sequence[str]) -> list[str]:
     return ranges
 
 
-def tenant_address(pool: Sequence[str], index: int) -> str:
-    """The fixed LoadBalancer address of the tenant at ``index`` (its position in the stack's
-    tenant list): the pool's addresses are handed out in ascending order."""
-    if index < 0:
-        raise LabNetworkError(f"tenant index {index} is negative")
-    if index >= len(pool):
-        raise LabNetworkError(
-            f"tenant #{index + 1} has no LoadBalancer address: the MetalLB pool holds "
-            f"{len(pool)} addresses; raise management.kind.metallbPoolSize to at least "
-            f"{index + 1}"
-        )
-    return pool[index]
+def tenant_slot(name: str, pool_size: int) -> int:
+    """The tenant's position in the pool, counted from the top (0 = the highest address): a hash
+    of its name, so no other tenant's presence or order changes it."""
+    if pool_size < 1:
+        raise LabNetworkError(f"a MetalLB pool needs at least one address, not {pool_size}")
+    digest = hashlib.sha256(name.encode()).digest()
+    return int.from_bytes(digest[:8], "big") % pool_size
 
 
-def assign_tenant_addresses(pool: Sequence[str], requested: Sequence[str | None]) -> list[str]:
-    """One address per tenant: the one it requests (``controlPlane.address``, which must be in
-    the pool) or else ``tenant_address(pool, index)``; two tenants never share one."""
+def slot_collisions(tenants: Sequence[tuple[str, str | None]], pool_size: int) -> list[str]:
+    """One line per pair of tenants without ``controlPlane.address`` whose names hash to the same
+    position of a ``pool_size`` pool (known from the config alone, before the pool exists)."""
+    owners: dict[int, tuple[int, str]] = {}
+    problems: list[str] = []
+    for index, (name, address) in enumerate(tenants):
+        if address is not None:
+            continue
+        slot = tenant_slot(name, pool_size)
+        if slot in owners:
+            other, other_name = owners[slot]
+            problems.append(
+                f"tenants[{other}] ({other_name}) and tenants[{index}] ({name}) get the same lab "
+                f"address from their names (position {slot} from the top of the "
+                f"{pool_size}-address MetalLB pool): set tenants[{index}].controlPlane.address "
+                "to a free address of the pool (`pulumi stack output lbPool`), or rename it"
+            )
+            continue
+        owners[slot] = (index, name)
+    return problems
+
+
+def assign_tenant_addresses(
+    pool: Sequence[str], tenants: Sequence[tuple[str, str | None]]
+) -> dict[str, str]:
+    """Each tenant's address by name: the one it requests (``controlPlane.address``, which must
+    be in the pool), else the pool's address at ``tenant_slot`` from the top. The same for any
+    order of ``tenants``; two tenants never share an address (a clash raises, naming both)."""
+    if not pool:
+        raise LabNetworkError("the MetalLB pool is empty")
     members = set(pool)
-    explicit: dict[str, int] = {}
-    for index, address in enumerate(requested):
+    top_down = sorted(pool, key=lambda address: int(IPv4(address)), reverse=True)
+    requested: dict[str, tuple[int, str]] = {}
+    for index, (name, address) in enumerate(tenants):
         if address is None:
             continue
         if address not in members:
             raise LabNetworkError(
-                f"tenants[{index}].controlPlane.address {address} is not in the lab's MetalLB "
-                f"pool ({', '.join(address_ranges(pool))}): pick one of those addresses or "
-                "drop the key to get one assigned"
+                f"tenants[{index}].controlPlane.address {address} ({name}) is not in the lab's "
+                f"MetalLB pool ({', '.join(address_ranges(pool))}): pick one of those addresses "
+                "or drop the key to get one from the tenant's name"
             )
-        if address in explicit:
+        if address in requested:
+            other, other_name = requested[address]
             raise LabNetworkError(
-                f"tenants[{explicit[address]}] and tenants[{index}] both request {address}: "
-                "give every tenant its own controlPlane.address"
+                f"tenants[{other}] ({other_name}) and tenants[{index}] ({name}) both request "
+                f"{address}: give every tenant its own controlPlane.address"
             )
-        explicit[address] = index
-    assigned: list[str] = []
-    for index, address in enumerate(requested):
+        requested[address] = (index, name)
+    assigned: dict[str, str] = {}
+    hashed: dict[str, tuple[int, str]] = {}
+    for index, (name, address) in enumerate(tenants):
         if address is not None:
-            assigned.append(address)
+            assigned[name] = address
             continue
-        implicit = tenant_address(pool, index)
-        owner = explicit.get(implicit)
-        if owner is not None:
+        own = top_down[tenant_slot(name, len(pool))]
+        clash = requested.get(own) or hashed.get(own)
+        if clash is not None:
+            other, other_name = clash
             raise LabNetworkError(
-                f"tenants[{owner}].controlPlane.address {implicit} is the address tenants[{index}] "
-                "gets by its position: request another address or drop the key"
+                f"tenants[{index}] ({name}) gets {own} from its name, which tenants[{other}] "
+                f"({other_name}) already has: set tenants[{index}].controlPlane.address to a "
+                "free address of the pool (`pulumi stack output lbPool`)"
             )
-        assigned.append(implicit)
+        hashed[own] = (index, name)
+        assigned[name] = own
     return assigned
+
+
+def pool_size_problem(pool_size: int, tenant_count: int) -> str | None:
+    """The problem when the configured pool cannot give every tenant an address, else None."""
+    if tenant_count > pool_size:
+        return (
+            f"{tenant_count} tenants need {tenant_count} LoadBalancer addresses but "
+            f"management.kind.metallbPoolSize is {pool_size}: raise it to at least {tenant_count}"
+        )
+    return None
 
 
 def check_pool_size(pool_size: int, tenant_count: int) -> None:
     """Fail before anything is created when the configured pool cannot give every tenant an
     address (the pool itself is only known once the kind network exists)."""
-    if tenant_count > pool_size:
-        raise LabNetworkError(
-            f"{tenant_count} tenants need {tenant_count} LoadBalancer addresses but "
-            f"management.kind.metallbPoolSize is {pool_size}: raise it to at least {tenant_count}"
-        )
+    problem = pool_size_problem(pool_size, tenant_count)
+    if problem is not None:
+        raise LabNetworkError(problem)

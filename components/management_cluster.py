@@ -117,21 +117,22 @@ class ManagementCluster(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------------------ public
 
-    def tenant_address(self, index: int) -> pulumi.Output[str] | None:
-        """The fixed LoadBalancer address of the tenant at ``index``.
+    def tenant_address(self, name: str) -> pulumi.Output[str] | None:
+        """The fixed LoadBalancer address of the tenant called ``name``.
 
         lab: from the MetalLB pool (the tenant's ``controlPlane.address`` when it names one of
-        the pool's addresses, else the pool's address at ``index``); unknown until the kind
-        network exists (preview). prod: the configured ``controlPlane.address`` or None."""
-        tenants = self._platform.tenants
-        if not 0 <= index < len(tenants):
-            raise IndexError(f"no tenant at index {index} (the stack has {len(tenants)})")
-        requested = [tenant.control_plane.address for tenant in tenants]
+        the pool's addresses, else the address its name hashes to), so reordering, adding or
+        removing tenants never moves another tenant's address; unknown until the kind network
+        exists (preview). prod: the configured ``controlPlane.address`` or None."""
+        tenants = {tenant.name: tenant for tenant in self._platform.tenants}
+        if name not in tenants:
+            raise KeyError(f"no tenant named {name!r} (the stack has {', '.join(tenants)})")
         if self._platform.mode == "prod":
-            address = requested[index]
+            address = tenants[name].control_plane.address
             return pulumi.Output.from_input(address) if address is not None else None
+        requested = [(tenant.name, tenant.control_plane.address) for tenant in tenants.values()]
         return self.lb_pool.apply(
-            lambda pool: lab_network.assign_tenant_addresses(pool, requested)[index]
+            lambda pool: lab_network.assign_tenant_addresses(pool, requested)[name]
         )
 
     # ------------------------------------------------------------------------------- lab

@@ -113,7 +113,7 @@ def program():
     platform = load_platform_config()
     management = ManagementCluster("management", ManagementClusterArgs(platform=platform))
     management_ref.append(management)
-    outputs.extend(management.tenant_address(i) for i in range(len(platform.tenants)))
+    outputs.extend(management.tenant_address(t.name) for t in platform.tenants)
 
 result = {"error": None, "addresses": [], "lb_pool": None, "registered": [], "records": []}
 try:
@@ -502,10 +502,11 @@ def test_prod_with_bundled_etcd_and_docker_infrastructure() -> None:
     assert "statefulset/kamaji-etcd" in gate.inputs["environment"]["WAIT_ROLLOUTS"]
 
 
-def test_lab_tenant_addresses_come_from_the_pool_in_order() -> None:
+def test_lab_tenant_addresses_come_from_the_pool_by_name() -> None:
+    # sha256("tenant-a") -> position 1 from the top of .239-.254, sha256("tenant-b") -> 10.
     result = _probe("lab", preview=False)
     assert result["error"] is None
-    assert result["addresses"] == ["172.18.255.239", "172.18.255.240"]
+    assert result["addresses"] == ["172.18.255.253", "172.18.255.244"]
 
 
 def test_lab_tenant_addresses_are_unknown_in_preview_and_evaluate() -> None:
@@ -518,7 +519,7 @@ def test_lab_tenant_may_request_an_address_from_the_pool() -> None:
     config = _lab_config()
     config["gpu-platform:platform"]["tenants"][1]["controlPlane"] = {"address": "172.18.255.250"}
     result = _probe("lab", preview=False, config=config)
-    assert result["addresses"] == ["172.18.255.239", "172.18.255.250"]
+    assert result["addresses"] == ["172.18.255.253", "172.18.255.250"]
 
 
 def test_lab_tenant_requesting_an_address_outside_the_pool_fails() -> None:
