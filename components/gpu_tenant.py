@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -111,6 +111,33 @@ def _meta_name(meta: Any, default: str) -> str:
     return name if isinstance(name, str) and name else default
 
 
+def _meta_uid(meta: Any) -> str | None:
+    """``metadata.uid`` of a resource output (an ObjectMeta object or a plain dict)."""
+    uid = getattr(meta, "uid", None)
+    if uid is None and isinstance(meta, dict):
+        uid = meta.get("uid")
+    return uid if isinstance(uid, str) and uid else None
+
+
+def _object_identity(resource: k8s.apiextensions.CustomResource) -> pulumi.Output[str]:
+    """What identifies one incarnation of an object: the uid the API server gave it (unknown
+    while it is still to be created, so a planned replacement shows in preview); its ID when
+    the outputs carry no uid."""
+    metadata: pulumi.Output[Any] = cast(
+        Any, resource
+    ).metadata  # an output CustomResource types loosely
+    return pulumi.Output.all(resource.id, metadata).apply(
+        lambda values: _meta_uid(values[1]) or str(values[0])
+    )
+
+
+def tenant_cluster_identifier(tenant: str, uids: Sequence[str]) -> str:
+    """The tenant provider's ``cluster_identifier``: the tenant name and the uid of each object
+    whose recreation leaves an empty tenant cluster (lab: the TenantControlPlane; prod: the
+    KamajiControlPlane and the Cluster, whose deletion deletes it)."""
+    return "/".join([tenant, *uids])
+
+
 class GpuTenant(pulumi.ComponentResource):
     """One tenant: hosted control plane (lab: TenantControlPlane; prod: Cluster API), its
     kubeconfig and provider, Calico, HAMi, GPU quotas and declared workloads."""
@@ -154,20 +181,29 @@ class GpuTenant(pulumi.ComponentResource):
             control_plane, kubeconfig_read = self._lab_control_plane(namespace, policies)
             self.cluster_name = pulumi.Output.from_input(args.tenant.name)
             self.teardown_root: pulumi.Resource = control_plane
+            identity = [control_plane]
         else:
             control_plane, cluster, kubeconfig_read = self._prod_control_plane(namespace, policies)
             self.cluster_name = cluster.urn.apply(lambda _: args.tenant.name)
             self.teardown_root = cluster
+            identity = [control_plane, cluster]
         # Tied to the registration (known in preview, unlike the ID).
         self.control_plane_name = control_plane.urn.apply(lambda _: args.tenant.name)
         self.control_plane_ready = [control_plane, kubeconfig_read]
 
+        # Replaced (and with it everything inside the tenant) exactly when the control plane is
+        # recreated, not when its kubeconfig's certificates rotate: a new control plane is an
+        # empty cluster, and with an unchanged identifier pulumi-kubernetes only *updates* the
+        # provider (provider/pkg/provider/provider.go:486-500 at v4.32.0), so Calico, HAMi and
+        # the rest would be reported unchanged and never created in it. The engine replaces
+        # every resource of a replaced provider (pulumi/pulumi v3.259.0
+        # pkg/resource/deploy/step_generator.go:2798-2850, 2909-2913).
         self.provider = k8s.Provider(
             f"{name}-provider",
             kubeconfig=self._provider_kubeconfig,
-            # Replace the provider (and everything in the tenant) only if the tenant changes,
-            # not when its kubeconfig's certificates rotate.
-            cluster_identifier=args.tenant.name,
+            cluster_identifier=pulumi.Output.all(*[_object_identity(r) for r in identity]).apply(
+                lambda uids: tenant_cluster_identifier(args.tenant.name, uids)
+            ),
             # A lab torn down by hand (kind cluster deleted) must still be destroyable.
             delete_unreachable=self._platform.mode == "lab",
             opts=pulumi.ResourceOptions(parent=self),

@@ -141,6 +141,13 @@ class ManagementCluster(pulumi.ComponentResource):
         config = kind_config(
             kind.cluster_name, kind.node_image, kind.pod_subnet, kind.service_subnet
         )
+        # One mapping for the command and the provider's identifier: whatever replaces the
+        # cluster (stdin or environment) changes the identifier too.
+        environment = {
+            "KIND_CLUSTER_NAME": kind.cluster_name,
+            "KIND_NODE_IMAGE": kind.node_image,
+            "KIND_EXPERIMENTAL_DOCKER_NETWORK": kind.docker_network,
+        }
         cluster = local.Command(
             f"{self._name}-kind-cluster",
             create=_script("kind-create.sh"),
@@ -150,11 +157,7 @@ class ManagementCluster(pulumi.ComponentResource):
             delete=_script("kind-delete.sh"),
             interpreter=list(BASH),
             stdin=config,
-            environment={
-                "KIND_CLUSTER_NAME": kind.cluster_name,
-                "KIND_NODE_IMAGE": kind.node_image,
-                "KIND_EXPERIMENTAL_DOCKER_NETWORK": kind.docker_network,
-            },
+            environment=environment,
             # stdout is the kubeconfig: secret, and never logged.
             logging=local.Logging.STDERR,
             opts=pulumi.ResourceOptions(
@@ -169,7 +172,7 @@ class ManagementCluster(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{self._name}-provider",
             kubeconfig=self.kubeconfig,
-            cluster_identifier=kind_cluster_identifier(kind.cluster_name, config),
+            cluster_identifier=kind_cluster_identifier(kind.cluster_name, config, environment),
             # A kind cluster deleted by hand must not block `pulumi destroy`.
             delete_unreachable=True,
             opts=pulumi.ResourceOptions(parent=self),
@@ -180,6 +183,10 @@ class ManagementCluster(pulumi.ComponentResource):
             delete=NOTHING_TO_DELETE,
             interpreter=list(BASH),
             environment={"DOCKER_NETWORK": kind.docker_network},
+            # A replaced kind cluster (a new Command ID, pulumi-command v1.2.1
+            # provider/pkg/provider/local/commandController.go:42) may sit on another network:
+            # inspect it again (the review's finding 7).
+            triggers=[cluster.id],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster]),
         )
         self.kind_network = pulumi.Output.from_input(kind.docker_network)

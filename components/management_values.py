@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -61,11 +61,21 @@ def kind_config(cluster_name: str, node_image: str, pod_subnet: str, service_sub
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def kind_cluster_identifier(cluster_name: str, config: str) -> str:
+def kind_cluster_identifier(
+    cluster_name: str, config: str, environment: Mapping[str, str] | None = None
+) -> str:
     """The management Provider's ``cluster_identifier``: the same for as long as the kind cluster
-    is the same one (a new kubeconfig alone updates the Provider in place), different when a
-    changed kind config recreates the cluster (everything in it is then recreated too)."""
-    digest = hashlib.sha256(config.encode()).hexdigest()[:12]
+    is the same one (a new kubeconfig alone updates the Provider in place), different whenever
+    the kind cluster command is replaced, i.e. when its ``stdin`` (the kind config) or its
+    ``environment`` (name, node image, ``KIND_EXPERIMENTAL_DOCKER_NETWORK``) changes.
+    pulumi-kubernetes replaces a provider only when this changes
+    (provider/pkg/provider/provider.go:486-500 at v4.32.0), and the engine replaces everything on
+    a replaced provider (pulumi/pulumi v3.259.0 pkg/resource/deploy/step_generator.go:2798-2850,
+    2909-2913): a new, empty kind cluster must never keep the old identifier."""
+    identity = json.dumps(
+        {"config": config, "environment": dict(environment or {})}, sort_keys=True
+    )
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
     return f"kind-{cluster_name}-{digest}"
 
 

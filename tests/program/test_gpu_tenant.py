@@ -229,7 +229,10 @@ def test_kubeconfig_is_read_after_the_control_plane_and_kept_secret(updated: Rec
         assert read.urn in provider.dependencies
         assert provider.input_is_secret("kubeconfig")
         assert f"https://{name}.tenant.invalid:6443" in provider.inputs["kubeconfig"]
-        assert provider.inputs["clusterIdentifier"] == name
+        # The tenant name and the uid of the object(s) whose recreation empties the tenant.
+        roots = ["control-plane"] if updated.stack == "lab" else ["control-plane", "cluster"]
+        uids = [_named(updated, f"{name}-{root}").outputs["metadata"]["uid"] for root in roots]
+        assert provider.inputs["clusterIdentifier"] == "/".join([name, *uids])
     assert "tenantKubeconfigs" in updated.secret_outputs
 
 

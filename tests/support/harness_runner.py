@@ -15,6 +15,7 @@ import pkgutil
 import runpy
 import sys
 import traceback
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -65,6 +66,17 @@ def _load_fakes() -> list[FakeFn]:
     return found
 
 
+def _api_server_uid(args: mocks.MockResourceArgs, state: dict[str, Any]) -> None:
+    """A Kubernetes object the API server has stored carries ``metadata.uid``; give it one that
+    is the same for every evaluation of the same resource (a real uid is new per creation)."""
+    metadata = state.get("metadata")
+    if not args.typ.startswith("kubernetes:") or not isinstance(metadata, dict):
+        return
+    if "uid" not in metadata:
+        uid = uuid.uuid5(uuid.NAMESPACE_URL, f"mock-api-server/{args.typ}/{args.name}")
+        state["metadata"] = {**metadata, "uid": str(uid)}
+
+
 class FakeMocks(pulumi.runtime.Mocks):
     """Answers like the engine: inputs echoed as outputs, plus per-type fakes for what a
     provider computes (command output, secrets read from a cluster). In preview, the fakes
@@ -82,6 +94,8 @@ class FakeMocks(pulumi.runtime.Mocks):
                 state.update(extra)
                 break
         resource_id = args.resource_id or f"{args.name}-id"
+        if not self.preview:
+            _api_server_uid(args, state)
         return resource_id, state
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:

@@ -60,6 +60,13 @@ def test_cluster_identifier_is_stable_and_follows_the_cluster() -> None:
     assert first == kind_cluster_identifier("gpu-lab", config)
     assert first.startswith("kind-gpu-lab-")
     assert kind_cluster_identifier("gpu-lab", other) != first
+    # Every input that replaces the kind cluster command changes it: its environment too (a new
+    # docker network gives a new, empty cluster).
+    env = {"KIND_CLUSTER_NAME": "gpu-lab", "KIND_EXPERIMENTAL_DOCKER_NETWORK": "kind"}
+    on_kind = kind_cluster_identifier("gpu-lab", config, env)
+    assert on_kind == kind_cluster_identifier("gpu-lab", config, dict(env))
+    moved = {**env, "KIND_EXPERIMENTAL_DOCKER_NETWORK": "lab-net"}
+    assert kind_cluster_identifier("gpu-lab", config, moved) != on_kind
 
 
 # ------------------------------------------------------------------------------------ values
