@@ -123,9 +123,8 @@ def _object_identity(resource: k8s.apiextensions.CustomResource) -> pulumi.Outpu
     """What identifies one incarnation of an object: the uid the API server gave it (unknown
     while it is still to be created, so a planned replacement shows in preview); its ID when
     the outputs carry no uid."""
-    metadata: pulumi.Output[Any] = cast(
-        Any, resource
-    ).metadata  # an output CustomResource types loosely
+    # CustomResource declares no metadata attribute; the output exists at run time.
+    metadata: pulumi.Output[Any] = cast(Any, resource).metadata
     return pulumi.Output.all(resource.id, metadata).apply(
         lambda values: _meta_uid(values[1]) or str(values[0])
     )
