@@ -92,7 +92,8 @@ class ManagementCluster(pulumi.ComponentResource):
         if platform.mode == "lab":
             # Before any registration: a host that cannot run the lab fails here, with every
             # problem listed. Skipped in preview and with GPU_PLATFORM_SKIP_PREFLIGHT=1.
-            if preflight.check_lab_host(pulumi.runtime.is_dry_run()):
+            dry_run = pulumi.runtime.is_dry_run()
+            if preflight.check_lab_host(dry_run, kind_cluster=platform.kind.cluster_name):
                 pulumi.log.info("lab host preflight passed")
             lab_network.check_pool_size(platform.kind.metallb_pool_size, len(platform.tenants))
         super().__init__(TYPE_TOKEN, name, None, opts)

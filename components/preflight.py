@@ -8,8 +8,12 @@ bridge, which only a Linux host can reach directly.
 Split in two so the decisions are testable without Docker:
 
 * ``gather_facts()`` looks at the host (``docker info``, ``/proc/meminfo``, disk, ``PATH``,
-  the inotify limits);
+  the inotify limits, the tools' versions, whether the lab's kind cluster already runs);
 * ``failures(facts)`` is a pure function: one sentence per problem, each with its fix.
+
+The free-memory and free-disk checks measure what the lab still needs, so they are skipped when
+the lab's kind cluster already runs: a second ``make lab`` (or a later ``pulumi up``) on a host
+whose memory and disk the running lab itself uses must not be refused.
 
 ``check_lab_host()`` is what the ManagementCluster calls before it registers anything. It never
 runs during ``pulumi preview`` (a PR runner has no Docker) nor with
@@ -18,9 +22,11 @@ runs during ``pulumi preview`` (a PR runner has no Docker) nor with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -29,9 +35,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from pulumi import RunError
+
+from components.versions import KIND_RELEASE, PINNED
+
 SKIP_ENV = "GPU_PLATFORM_SKIP_PREFLIGHT"
 GIB = 1024**3
-REQUIRED_TOOLS = ("docker", "kind", "kubectl")
+# What the lab's host needs on PATH. Inside `pulumi up` the CLI is the one running the program,
+# so the program's own check leaves it out (LAB_HOST_TOOLS); `make preflight` checks it too.
+LAB_HOST_TOOLS = ("docker", "kind", "kubectl")
+REQUIRED_TOOLS = (*LAB_HOST_TOOLS, "pulumi")
+DEFAULT_KIND_CLUSTER = "gpu-lab"
+VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+def _version(text: str) -> tuple[int, int, int]:
+    match = VERSION.search(text)
+    if match is None:
+        raise ValueError(f"no version in {text!r}")
+    major, minor, patch = (int(part) for part in match.groups())
+    return major, minor, patch
+
+
+# The versions the README's Quick start names (tests/unit/test_preflight.py holds it to them):
+# the kind release the lab's node images are pinned for, kubectl within one minor of the
+# clusters' Kubernetes (kubectl's version skew policy), and a Pulumi CLI new enough for SDK 3.272.
+MIN_KIND = _version(KIND_RELEASE)
+CLUSTER_MINOR = _version(PINNED.kind_node_image.split(":", 1)[1])[1]
+KUBECTL_MINORS = (CLUSTER_MINOR - 1, CLUSTER_MINOR + 1)
+MIN_PULUMI = (3, 200, 0)
 
 
 @dataclass(frozen=True)
@@ -45,6 +77,9 @@ class Requirements:
     # node containers; kind's docs recommend 512.
     min_inotify_instances: int = 512
     tools: tuple[str, ...] = REQUIRED_TOOLS
+    min_kind: tuple[int, int, int] = MIN_KIND
+    kubectl_minors: tuple[int, int] = KUBECTL_MINORS
+    min_pulumi: tuple[int, int, int] = MIN_PULUMI
 
 
 @dataclass(frozen=True)
@@ -60,10 +95,15 @@ class HostFacts:
     disk_path: str = "/"
     tools_found: frozenset[str] = field(default_factory=frozenset)
     inotify_max_user_instances: int | None = None
+    # Version text each tool printed (absent: not found, or it printed none).
+    tool_versions: Mapping[str, str] = field(default_factory=dict)
+    # The lab's kind cluster already exists (its memory and disk are already in use).
+    lab_running: bool = False
 
 
-class PreflightError(RuntimeError):
-    """The lab host cannot run the lab; the message lists every problem with its fix."""
+class PreflightError(RunError, RuntimeError):
+    """The lab host cannot run the lab; the message lists every problem with its fix. A
+    RunError: the CLI prints it as its message alone, without a traceback."""
 
 
 def _gib(value: int) -> str:
@@ -99,6 +139,26 @@ def failures(facts: HostFacts, requirements: Requirements | None = None) -> list
             f"This host has {facts.cpus} CPUs and the lab needs at least "
             f"{requirements.min_cpus}: use a machine or VM with more CPUs."
         )
+    problems += free_resource_failures(facts, requirements)
+    problems += tool_version_failures(facts, requirements)
+    instances = facts.inotify_max_user_instances
+    if instances is not None and instances < requirements.min_inotify_instances:
+        wanted = requirements.min_inotify_instances
+        problems.append(
+            f"fs.inotify.max_user_instances is {instances} and the lab's node containers need "
+            f"at least {wanted} (else pods fail with 'too many open files', a known kind "
+            f"issue): raise it with `sudo sysctl fs.inotify.max_user_instances={wanted}` (and "
+            "in /etc/sysctl.d/ to keep it)."
+        )
+    return problems
+
+
+def free_resource_failures(facts: HostFacts, requirements: Requirements) -> list[str]:
+    """Free memory and disk for a lab still to be created; nothing when it already runs (its
+    own containers and images are what use them)."""
+    if facts.lab_running:
+        return []
+    problems: list[str] = []
     if facts.free_memory_bytes is None:
         if facts.system == "Linux":
             problems.append(
@@ -122,14 +182,42 @@ def failures(facts: HostFacts, requirements: Requirements | None = None) -> list
             f"directory) and the lab needs {requirements.min_free_disk_gib:g} GiB: free space "
             "(e.g. `docker system prune`) or move Docker's data-root to a larger disk."
         )
-    instances = facts.inotify_max_user_instances
-    if instances is not None and instances < requirements.min_inotify_instances:
-        wanted = requirements.min_inotify_instances
+    return problems
+
+
+def _text(version: tuple[int, ...]) -> str:
+    return "v" + ".".join(str(part) for part in version)
+
+
+def tool_version_failures(facts: HostFacts, requirements: Requirements) -> list[str]:
+    """kind, kubectl and the Pulumi CLI at the versions the README names; a tool whose version
+    could not be read is not refused (it is on PATH; the run itself will tell)."""
+    problems: list[str] = []
+    found: dict[str, tuple[int, int, int]] = {}
+    for tool in ("kind", "kubectl", "pulumi"):
+        text = facts.tool_versions.get(tool)
+        if tool in requirements.tools and tool in facts.tools_found and text:
+            try:
+                found[tool] = _version(text)
+            except ValueError:
+                continue
+    if "kind" in found and found["kind"] < requirements.min_kind:
         problems.append(
-            f"fs.inotify.max_user_instances is {instances} and the lab's node containers need "
-            f"at least {wanted} (else pods fail with 'too many open files', a known kind "
-            f"issue): raise it with `sudo sysctl fs.inotify.max_user_instances={wanted}` (and "
-            "in /etc/sysctl.d/ to keep it)."
+            f"kind {_text(found['kind'])} is older than {_text(requirements.min_kind)}, the "
+            f"release the lab's node images are pinned for: {_INSTALL_HINTS['kind']}, "
+            f"{_text(requirements.min_kind)} or later."
+        )
+    low, high = requirements.kubectl_minors
+    if "kubectl" in found and not low <= found["kubectl"][1] <= high:
+        problems.append(
+            f"kubectl {_text(found['kubectl'])} is more than one minor version away from the "
+            f"clusters' v1.{(low + high) // 2}: {_INSTALL_HINTS['kubectl']}, v1.{low} to v1.{high}."
+        )
+    if "pulumi" in found and found["pulumi"] < requirements.min_pulumi:
+        problems.append(
+            f"The Pulumi CLI {_text(found['pulumi'])} is older than "
+            f"{_text(requirements.min_pulumi)}: {_INSTALL_HINTS['pulumi']}, "
+            f"{_text(requirements.min_pulumi)} or later."
         )
     return problems
 
@@ -139,6 +227,7 @@ _INSTALL_HINTS = MappingProxyType(
         "docker": "install Docker Engine (https://docs.docker.com/engine/install/)",
         "kind": "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)",
         "kubectl": "install kubectl (https://kubernetes.io/docs/tasks/tools/)",
+        "pulumi": "install the Pulumi CLI (https://www.pulumi.com/docs/install/)",
     }
 )
 
@@ -154,12 +243,14 @@ def should_run(dry_run: bool, environ: Mapping[str, str]) -> bool:
 
 
 def report(problems: list[str]) -> str:
-    """The error text: every problem, then how to skip the check deliberately."""
-    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    """The error text: every problem (one line for one), then how to skip the check."""
+    skip = f"set {SKIP_ENV}=1 to skip this check at your own risk"
+    if len(problems) == 1:
+        return f"lab host preflight failed: {problems[0]} (Fix it and run again, or {skip}.)"
     lines = "\n".join(f"  - {problem}" for problem in problems)
     return (
-        f"lab host preflight failed ({count}):\n{lines}\n"
-        f"Fix these and run again (set {SKIP_ENV}=1 to skip this check at your own risk)."
+        f"lab host preflight failed ({len(problems)} problems):\n{lines}\n"
+        f"Fix these and run again ({skip})."
     )
 
 
@@ -222,7 +313,50 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def gather_facts(timeout: float = 20.0) -> HostFacts:
+# How each tool prints its version: ``kind v0.31.0 go1.25.5 linux/amd64``, ``v3.272.0``, and
+# kubectl's JSON ``{"clientVersion": {"gitVersion": "v1.35.0", ...}}``.
+_VERSION_COMMANDS = MappingProxyType(
+    {
+        "kind": ("kind", "version"),
+        "kubectl": ("kubectl", "version", "--client", "--output=json"),
+        "pulumi": ("pulumi", "version"),
+    }
+)
+
+
+def _run(command: tuple[str, ...], timeout: float) -> str | None:
+    """stdout of a command that succeeded, else None (never raises)."""
+    try:
+        proc = subprocess.run(
+            list(command), capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _tool_versions(tools: frozenset[str], timeout: float) -> dict[str, str]:
+    versions: dict[str, str] = {}
+    for tool, command in _VERSION_COMMANDS.items():
+        if tool not in tools:
+            continue
+        out = _run(command, timeout)
+        if out is None:
+            continue
+        if tool == "kubectl":
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                out = str(json.loads(out)["clientVersion"]["gitVersion"])
+        versions[tool] = out.strip()
+    return versions
+
+
+def _kind_cluster_exists(name: str, timeout: float) -> bool:
+    """``kind get clusters`` lists ``name`` (kind asks Docker, so False when Docker is down)."""
+    out = _run(("kind", "get", "clusters"), timeout)
+    return out is not None and name in out.split()
+
+
+def gather_facts(timeout: float = 20.0, kind_cluster: str = DEFAULT_KIND_CLUSTER) -> HostFacts:
     """Look at this host. Never raises: what cannot be found is reported as unknown."""
     tools = frozenset(tool for tool in REQUIRED_TOOLS if shutil.which(tool))
     if "docker" in tools:
@@ -230,6 +364,7 @@ def gather_facts(timeout: float = 20.0) -> HostFacts:
     else:
         reachable, error, root = False, None, None
     free_disk, disk_path = _free_disk(root or "/var/lib/docker")
+    running = reachable and "kind" in tools and _kind_cluster_exists(kind_cluster, timeout)
     return HostFacts(
         system=platform.system(),
         docker_reachable=reachable,
@@ -240,6 +375,8 @@ def gather_facts(timeout: float = 20.0) -> HostFacts:
         disk_path=disk_path,
         tools_found=tools,
         inotify_max_user_instances=_read_int(Path("/proc/sys/fs/inotify/max_user_instances")),
+        tool_versions=_tool_versions(tools, timeout),
+        lab_running=running,
     )
 
 
@@ -247,29 +384,39 @@ def check_lab_host(
     dry_run: bool,
     environ: Mapping[str, str] | None = None,
     gather: Callable[[], HostFacts] | None = None,
+    kind_cluster: str = DEFAULT_KIND_CLUSTER,
 ) -> bool:
     """Run the preflight when it applies (``pulumi up`` without the skip variable) and raise
-    PreflightError listing every problem. Returns whether it ran."""
+    PreflightError listing every problem. Returns whether it ran. The CLI is not looked for:
+    it is what runs the program."""
     if not should_run(dry_run, os.environ if environ is None else environ):
         return False
-    problems = failures((gather or gather_facts)())
+    facts = gather() if gather is not None else gather_facts(kind_cluster=kind_cluster)
+    problems = failures(facts, Requirements(tools=LAB_HOST_TOOLS))
     if problems:
         raise PreflightError(report(problems))
     return True
 
 
-def main() -> int:
-    """``python -m components.preflight``: check this host and say what to fix."""
-    facts = gather_facts()
+def main(argv: list[str] | None = None) -> int:
+    """``python -m components.preflight [kind cluster name]``: check this host, the Pulumi CLI
+    included, and say what to fix."""
+    args = sys.argv[1:] if argv is None else argv
+    facts = gather_facts(kind_cluster=args[0] if args else DEFAULT_KIND_CLUSTER)
     problems = failures(facts)
     if problems:
         print(report(problems), file=sys.stderr)
         return 1
+    versions = ", ".join(f"{tool} {text}" for tool, text in sorted(facts.tool_versions.items()))
+    resources = (
+        "the lab already runs (free memory and disk not measured)"
+        if facts.lab_running
+        else f"{_gib(facts.free_memory_bytes or 0)} free memory, "
+        f"{_gib(facts.free_disk_bytes or 0)} free under {facts.disk_path}"
+    )
     print(
-        f"lab host preflight passed: {facts.system}, {facts.cpus} CPUs, "
-        f"{_gib(facts.free_memory_bytes or 0)} free memory, "
-        f"{_gib(facts.free_disk_bytes or 0)} free under {facts.disk_path}, "
-        f"{', '.join(sorted(facts.tools_found))} on PATH, Docker reachable"
+        f"lab host preflight passed: {facts.system}, {facts.cpus} CPUs, {resources}, "
+        f"{', '.join(sorted(facts.tools_found))} on PATH ({versions}), Docker reachable"
     )
     return 0
 

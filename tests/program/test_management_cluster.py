@@ -95,7 +95,7 @@ from tests.support import harness
 from tests.support.harness_runner import FakeMocks, RecordingMonitor
 
 if request["failing_host"]:
-    preflight.gather_facts = lambda timeout=20.0: preflight.HostFacts(
+    preflight.gather_facts = lambda timeout=20.0, kind_cluster="gpu-lab": preflight.HostFacts(
         system="Darwin", docker_reachable=False, cpus=2, free_memory_bytes=0,
         free_disk_bytes=0, tools_found=frozenset())
 preview = request["preview"]

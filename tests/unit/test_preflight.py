@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,8 +25,13 @@ GOOD = HostFacts(
     free_memory_bytes=16 * GIB,
     free_disk_bytes=100 * GIB,
     disk_path="/var/lib/docker",
-    tools_found=frozenset({"docker", "kind", "kubectl"}),
+    tools_found=frozenset({"docker", "kind", "kubectl", "pulumi"}),
     inotify_max_user_instances=8192,
+    tool_versions={
+        "kind": "kind v0.31.0 go1.25.5 linux/amd64",
+        "kubectl": "v1.35.0",
+        "pulumi": "v3.272.0",
+    },
 )
 
 
@@ -50,8 +56,22 @@ def test_exactly_the_minimum_passes() -> None:
         ({"free_memory_bytes": None}, "could not be read from /proc/meminfo"),
         ({"free_disk_bytes": 10 * GIB}, "Only 10.0 GiB is free under /var/lib/docker"),
         ({"free_disk_bytes": None}, "could not be determined"),
-        ({"tools_found": frozenset({"docker", "kubectl"})}, "`kind` is not on PATH"),
-        ({"tools_found": frozenset({"docker", "kind"})}, "`kubectl` is not on PATH"),
+        ({"tools_found": frozenset({"docker", "kubectl", "pulumi"})}, "`kind` is not on PATH"),
+        ({"tools_found": frozenset({"docker", "kind", "pulumi"})}, "`kubectl` is not on PATH"),
+        ({"tools_found": frozenset({"docker", "kind", "kubectl"})}, "`pulumi` is not on PATH"),
+        (
+            {"tool_versions": {**GOOD.tool_versions, "kind": "kind v0.30.0 go1.24"}},
+            "kind v0.30.0 is older than v0.31.0",
+        ),
+        (
+            {"tool_versions": {**GOOD.tool_versions, "kubectl": "v1.33.2"}},
+            "kubectl v1.33.2 is more than one minor",
+        ),
+        ({"tool_versions": {**GOOD.tool_versions, "kubectl": "v1.37.0"}}, "v1.34 to v1.36"),
+        (
+            {"tool_versions": {**GOOD.tool_versions, "pulumi": "v3.199.0"}},
+            "Pulumi CLI v3.199.0 is older than v3.200.0",
+        ),
         ({"inotify_max_user_instances": 128}, "fs.inotify.max_user_instances is 128"),
     ],
 )
@@ -66,7 +86,7 @@ def test_each_failure_is_one_sentence_with_a_fix(change: dict[str, object], expe
 
 def test_docker_missing_is_reported_once_not_also_as_unreachable() -> None:
     problems = failures(
-        replace(GOOD, docker_reachable=False, tools_found=frozenset({"kind", "kubectl"}))
+        replace(GOOD, docker_reachable=False, tools_found=frozenset({"kind", "kubectl", "pulumi"}))
     )
     assert len(problems) == 1
     assert "`docker` is not on PATH" in problems[0]
@@ -88,7 +108,7 @@ def test_every_problem_is_listed_at_once() -> None:
         tools_found=frozenset(),
     )
     problems = failures(bad)
-    assert len(problems) == 7  # not Linux, 3 tools missing, CPUs, memory, disk
+    assert len(problems) == 8  # not Linux, 4 tools missing, CPUs, memory, disk
 
 
 @pytest.mark.parametrize(
@@ -127,6 +147,79 @@ def test_up_raises_listing_every_problem_and_how_to_skip() -> None:
 
 def test_up_on_a_good_host_runs_and_passes() -> None:
     assert check_lab_host(False, {}, gather=lambda: GOOD) is True
+
+
+def test_up_needs_no_cli_on_path_it_is_the_cli_that_runs_it() -> None:
+    no_cli = replace(GOOD, tools_found=frozenset({"docker", "kind", "kubectl"}), tool_versions={})
+    assert failures(no_cli) == [preflight._missing_tool("pulumi")]
+    assert check_lab_host(False, {}, gather=lambda: no_cli) is True
+
+
+def test_a_running_lab_is_not_refused_for_the_memory_and_disk_it_uses() -> None:
+    busy = replace(GOOD, free_memory_bytes=2 * GIB, free_disk_bytes=5 * GIB)
+    assert len(failures(busy)) == 2
+    assert failures(replace(busy, lab_running=True)) == []
+    # Everything else is still checked.
+    assert len(failures(replace(busy, lab_running=True, cpus=2))) == 1
+
+
+def test_a_version_that_cannot_be_read_is_not_a_failure() -> None:
+    garbled = replace(GOOD, tool_versions={"kind": "kind (devel)", "pulumi": ""})
+    assert failures(garbled) == []
+
+
+def test_one_problem_is_one_line_with_how_to_skip() -> None:
+    message = preflight.report(["This host has 2 CPUs and the lab needs at least 4: use more."])
+    assert "\n" not in message
+    assert message.startswith("lab host preflight failed: This host has 2 CPUs")
+    assert "GPU_PLATFORM_SKIP_PREFLIGHT=1" in message
+
+
+def test_preflight_errors_are_run_errors() -> None:
+    import pulumi
+
+    with pytest.raises(pulumi.RunError):
+        check_lab_host(False, {}, gather=lambda: replace(GOOD, cpus=1))
+
+
+def test_tool_versions_and_a_running_lab_are_read_from_the_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stand-in tools on PATH print what the real ones print."""
+    scripts = {
+        "kind": 'if [ "$1" = version ]; then echo "kind v0.31.0 go1.25.5 linux/amd64"; '
+        'elif [ "$1 $2" = "get clusters" ]; then printf "other\\ngpu-lab\\n"; fi',
+        "kubectl": 'echo \'{"clientVersion": {"gitVersion": "v1.35.1"}}\'',
+        "pulumi": "echo v3.272.0",
+    }
+    for tool, body in scripts.items():
+        path = tmp_path / tool
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    tools = frozenset(scripts)
+    assert preflight._tool_versions(tools, timeout=10) == {
+        "kind": "kind v0.31.0 go1.25.5 linux/amd64",
+        "kubectl": "v1.35.1",
+        "pulumi": "v3.272.0",
+    }
+    assert preflight._kind_cluster_exists("gpu-lab", timeout=10)
+    assert not preflight._kind_cluster_exists("gpu", timeout=10)
+
+
+def test_the_readme_names_the_versions_the_preflight_checks() -> None:
+    from tests.support.harness import REPO_ROOT
+
+    quick_start = (REPO_ROOT / "README.md").read_text().split("## Quick start", 1)[1]
+    quick_start = quick_start.split("\n## ", 1)[0]
+    low, high = preflight.KUBECTL_MINORS
+    for named in (
+        f"v{'.'.join(map(str, preflight.MIN_KIND))} or later",
+        f"kubectl 1.{low}\N{EN DASH}1.{high}",
+        f"{'.'.join(map(str, preflight.MIN_PULUMI))} or later",
+        "`make preflight` checks",
+    ):
+        assert named in quick_start, named
 
 
 def test_mem_available_is_read_from_meminfo(tmp_path: Path) -> None:
