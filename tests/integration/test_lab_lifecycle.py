@@ -12,8 +12,8 @@ State goes to the local file backend ``file://<repo>/.pulumi-state`` (``PULUMI_B
 secrets use ``PULUMI_CONFIG_PASSPHRASE`` (a lab-only default when unset: the lab holds no secret
 config, only secret outputs). The workspace is the repository itself (``work_dir`` = repo root,
 its own ``Pulumi.yaml`` and ``Pulumi.lab.yaml``); no project settings are passed, because the
-Automation API would write them over the repository's ``Pulumi.yaml``. Creating the stack adds an
-``encryptionsalt`` line to ``Pulumi.lab.yaml`` (as ``pulumi stack init`` does). A ``lab`` stack
+Automation API would write them over the repository's ``Pulumi.yaml``. ``Pulumi.lab.yaml`` carries
+the lab passphrase's ``encryptionsalt``, so creating the stack writes nothing to it. A ``lab`` stack
 that already holds resources is never touched: the test skips instead of destroying it.
 """
 
