@@ -391,7 +391,9 @@ class ControlPlane(_Model):
         "need both ports in 30000-32767 and is not supported",
     )
     address: str | None = Field(
-        default=None, description="fixed LoadBalancer IP (lab: taken from the MetalLB pool)"
+        default=None,
+        description="fixed LoadBalancer IP (lab: one of the MetalLB pool's; unset: the pool "
+        "address the tenant's name hashes to, which no other tenant's change moves)",
     )
     resources: ControlPlaneResources = Field(
         default=ControlPlaneResources(), description="per control-plane container"
