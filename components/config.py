@@ -1118,7 +1118,33 @@ def load_platform_config() -> PlatformConfig:
     config = pulumi.Config()
     platform = parse_platform(config.get_object(CONFIG_KEY))
     check_secrets_present(platform, lambda key: config.get_secret(key))
+    # The plain value, read once here and never logged: a malformed one fails now, as one line,
+    # rather than inside an apply after registration (where the SDK wraps it in a traceback).
+    check_secret_shapes(platform, config.get)
     return platform
+
+
+def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | None]) -> None:
+    """External DataStore credentials must be the JSON object their driver needs; the error
+    names the key and the expected keys, never the value."""
+    from components.tenant_specs import datastore_secret_data  # it imports these models
+
+    drivers = {d.credentials_config_key: d.driver for d in platform.data_stores}
+    for tenant in platform.tenants:
+        dedicated = tenant.data_store.dedicated
+        if dedicated is not None and dedicated.credentials_config_key:
+            drivers[dedicated.credentials_config_key] = dedicated.driver
+    problems = []
+    for key, driver in sorted((k, v) for k, v in drivers.items() if k):
+        raw = lookup(key)
+        if raw is None:
+            continue
+        try:
+            datastore_secret_data(driver, raw, key)
+        except ConfigError as error:
+            problems.append(str(error))
+    if problems:
+        raise ConfigError(problem_message("invalid secret config", problems))
 
 
 def required_secret_keys(platform: PlatformConfig) -> list[str]:

@@ -36,6 +36,7 @@ import yaml
 
 from components.config import (
     SYSTEM_NAMESPACES,
+    ConfigError,
     ControlPlaneResources,
     DedicatedDataStore,
     GpuQuota,
@@ -388,13 +389,13 @@ def datastore_secret_data(driver: str, raw: str, config_key: str) -> dict[str, s
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict):
-        raise ValueError(
+        raise ConfigError(
             f"config {config_key}: expected a JSON object with keys {', '.join(expected)} "
             f"for a {driver} DataStore"
         )
     missing = [key for key in expected if not isinstance(parsed.get(key), str) or not parsed[key]]
     if missing:
-        raise ValueError(
+        raise ConfigError(
             f"config {config_key}: the {driver} DataStore credentials lack {', '.join(missing)}"
         )
     return {key: parsed[key] for key in expected}

@@ -480,6 +480,8 @@ def test_prod_rejects_credentials_that_are_not_a_json_object() -> None:
     assert "speechDatastoreCredentials" in recording.error
     assert "expected a JSON object" in recording.error
     assert "s3cr3t-not-json" not in recording.error
+    assert recording.run_error, "a bad config value is a RunError: one message, no traceback"
+    assert recording.resources == [], "refused before anything is registered"
 
 
 def test_prod_metal3_endpoint_follows_the_configured_address() -> None:
