@@ -68,7 +68,7 @@ lab-stack: | $(STATE_DIR)
 	$(PULUMI) stack select lab --create
 
 .PHONY: test
-test: venv ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
+test: venv policy-venv ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
 	$(BIN)/python -m pytest -q -m "not live and not integration"
 
 .PHONY: check

@@ -50,8 +50,16 @@ def test_make_test_is_silent_about_a_prepared_venv(tmp_path: Path) -> None:
     venv = tmp_path / "prepared-venv"
     venv.mkdir()
     (venv / ".gpu-platform-installed").touch()
-    lines = dry_run("test", f"VENV={venv}")
+    # (-o: policies/.venv counts as prepared too, whatever this checkout holds.)
+    lines = dry_run("test", f"VENV={venv}", "-o", "policies/.venv/.gpu-platform-installed")
     assert lines == [f'{venv}/bin/python -m pytest -q -m "not live and not integration"']
+
+
+def test_make_test_prepares_the_policy_venv_the_grpc_test_starts_the_pack_from() -> None:
+    lines = dry_run("-B", "test")
+    create = index_of(lines, "-m venv policies/.venv")
+    run = index_of(lines, "-m pytest")
+    assert create < run
 
 
 @pytest.mark.parametrize("stack", ["lab", "prod"])
