@@ -88,14 +88,35 @@ class PlannedName:
 
 # Fixed parts of every tenant, by mode (gpu_tenant.py). NetworkPolicies and in-tenant namespaces
 # come from the same functions the component calls.
-_LAB_TENANT_PARTS = ("namespace", "control-plane", "admin-kubeconfig", "provider", "calico", "hami")
+_LAB_TENANT_PARTS = (
+    "namespace",
+    "control-plane",
+    "admin-kubeconfig",
+    "provider",
+    "calico-crds",
+    "calico",
+    "hami",
+    # The lab's own kube-proxy and mock device plugin (gpu_tenant.py, components/lab/).
+    "kube-proxy",
+    "kube-proxy-account",
+    "kube-proxy-binding",
+    "kube-proxy-config-reader",
+    "kube-proxy-config-reader-binding",
+    "kube-proxy-config",
+    "mock-device-plugin",
+    "mock-device-plugin-account",
+    "mock-device-plugin-role",
+    "mock-device-plugin-binding",
+    "mock-device-plugin-config",
+)
 _PROD_TENANT_PARTS = (
     "namespace",
     "infrastructure-cluster",
     "control-plane",
     "cluster",
-    "capi-kubeconfig",
+    "admin-kubeconfig",
     "provider",
+    "calico-crds",
     "calico",
     "gpu-operator",
     "hami",
