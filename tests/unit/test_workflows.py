@@ -117,3 +117,20 @@ def test_ci_builds_the_policy_venv_with_the_same_target_as_make_preview() -> Non
     ci = (REPO_ROOT / ".ci" / "run").read_text()
     assert "make --no-print-directory venv policy-venv" in ci
     assert "virtualenv: .venv" in (REPO_ROOT / "policies" / "PulumiPolicy.yaml").read_text()
+
+
+def test_the_test_workflow_fetches_the_chart_archives_before_the_suite() -> None:
+    """Without the archives the rendered-chart suite skips; on GitHub it must run for real."""
+    steps = _steps(_load("test.yml"))
+    fetch = _index(steps, lambda s: "make fetch-upstream" in str(s.get("run", "")))
+    suite = _index(steps, lambda s: "bash .ci/run" in str(s.get("run", "")))
+    assert fetch < suite
+
+
+def test_previews_fetch_the_charts_the_program_checks_before_it_registers() -> None:
+    """The program refuses to start without the pinned Kamaji chart (components/chart_cache.py)."""
+    steps = _steps(_load("preview.yml"))
+    fetch = _index(steps, lambda s: "scripts/fetch_charts.py" in str(s.get("run", "")))
+    previews = [i for i, s in enumerate(steps) if s.get("with", {}).get("command") == "preview"]
+    assert previews
+    assert all(fetch < i for i in previews)
