@@ -47,7 +47,17 @@ HOOK_ANNOTATION = "helm.sh/hook"
 
 
 class ChartUnavailableError(Exception):
-    """The chart archive a test needs is not on this machine (the test skips with this text)."""
+    """Chart archives a test needs are not on this machine (the test skips with this text:
+    one line naming them and the command that fetches them)."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = sorted(set(paths))
+        folders = sorted({str(p.parent) for p in self.paths})
+        names = ", ".join(p.name + ("" if p.suffix == ".tgz" else "/") for p in self.paths)
+        super().__init__(
+            f"chart archives not in {', '.join(folders)}: {names}; run `make fetch-upstream` "
+            f"(or set {CHARTS_DIR_ENV})"
+        )
 
 
 class RenderError(Exception):
@@ -68,14 +78,11 @@ def chart_source(inputs: Mapping[str, Any]) -> Path:
     if local.is_absolute() or chart.startswith("."):
         if local.exists():
             return local
-        raise ChartUnavailableError(f"chart {chart} not found: run `make fetch-upstream`")
+        raise ChartUnavailableError([local])
     version = str(inputs.get("version", ""))
     path = charts_dir() / archive_name(chart, version)
     if not path.is_file():
-        raise ChartUnavailableError(
-            f"chart archive {path.name} not in {path.parent}: run `make fetch-upstream` "
-            f"(or set {CHARTS_DIR_ENV})"
-        )
+        raise ChartUnavailableError([path])
     return path
 
 

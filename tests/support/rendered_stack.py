@@ -228,16 +228,16 @@ def render_stack(
     clusters = stack_clusters(recording, platform)
     stack = RenderedStack(recording=recording, clusters=clusters)
     charts = [r for r in recording.resources if r.type in (RELEASE, CHART_V4)]
-    missing = []
+    missing: list[Path] = []
     for reg in charts:
         if reg.name in overrides:
             continue
         try:
             chart_source(reg.inputs)
         except ChartUnavailableError as error:
-            missing.append(str(error))
+            missing.extend(error.paths)
     if missing:
-        raise ChartUnavailableError("; ".join(sorted(set(missing))))
+        raise ChartUnavailableError(missing)
 
     stack.crd_sources.extend(_capi_crd_sources(recording, clusters, upstream))
     for reg in recording.resources:
