@@ -25,6 +25,9 @@ from typing import Any
 
 import pytest
 
+from tests.acceptance.gpu_live import GpuTarget, choose_card
+from tests.acceptance.gpu_plan import GpuPlan, no_gpu_pool_reason, plan_gpu
+from tests.acceptance.gpu_workloads import probe_image
 from tests.acceptance.hami_evidence import HAMI_NODE_REGISTER, EvidenceError, parse_node_register
 from tests.acceptance.kube import (
     CLEANUP_TIMEOUT,
@@ -154,15 +157,15 @@ def plan(live: LiveStack) -> SharingPlan:
     return found
 
 
-@pytest.fixture(scope="session")
-def target(live: LiveStack, plan: SharingPlan) -> Target:
-    """The node and card of the sharing scenario (the first node of the plan's pool)."""
-    cluster = live.tenant(plan.tenant)
+def pool_target(live: LiveStack, tenant: str, pool: str) -> Target:
+    """The first node (by name) of a tenant's pool and its registered cards, through the tenant's
+    API; a failure when the pool has no node or the node no readable card registration."""
+    cluster = live.tenant(tenant)
     nodes = list_nodes(cluster)
-    named = live.outputs.tenants[plan.tenant].pools[plan.pool].nodes
-    found, _ = pool_nodes(plan.pool, named, nodes)
+    named = live.outputs.tenants[tenant].pools[pool].nodes
+    found, _ = pool_nodes(pool, named, nodes)
     if not found:
-        pytest.fail(f"{plan.tenant}: no node of pool {plan.pool} is listed by its API")
+        pytest.fail(f"{tenant}: no node of pool {pool} is listed by its API")
     node = sorted(found, key=lambda n: n.name)[0]
     raw = node.annotations.get(HAMI_NODE_REGISTER)
     if raw is None:
@@ -176,6 +179,37 @@ def target(live: LiveStack, plan: SharingPlan) -> Target:
         {HOSTNAME_LABEL: node.labels.get(HOSTNAME_LABEL, node.name)} if len(nodes) > 1 else None
     )
     return Target(cluster=cluster, node=node.name, node_selector=selector, cards=cards)
+
+
+@pytest.fixture(scope="session")
+def target(live: LiveStack, plan: SharingPlan) -> Target:
+    """The node and card of the sharing scenario (the first node of the plan's pool)."""
+    return pool_target(live, plan.tenant, plan.pool)
+
+
+@pytest.fixture(scope="session")
+def gpu_plan(live: LiveStack) -> GpuPlan:
+    """The real-GPU pool TC-11 ... TC-15 run on. A skip only when the stack declares none
+    (``deviceMode: nvidia``); once one is declared, anything that stops the tests fails."""
+    found = plan_gpu(live.platform)
+    if found is None:
+        pytest.skip(no_gpu_pool_reason(live.stack))
+    return found
+
+
+@pytest.fixture(scope="session")
+def gpu_target(live: LiveStack, gpu_plan: GpuPlan) -> GpuTarget:
+    """The node, card and probe image of TC-11 ... TC-15: the first healthy registered card (by
+    index) of the first node of the GPU pool."""
+    try:
+        image = probe_image()
+    except ValueError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    where = pool_target(live, gpu_plan.tenant, gpu_plan.pool)
+    card = choose_card(where.cards)
+    if card is None:
+        pytest.fail(f"{where.node}: no healthy NVIDIA card is registered", pytrace=False)
+    return GpuTarget(where=where, card=card, image=image)
 
 
 @pytest.fixture

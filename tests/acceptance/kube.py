@@ -25,10 +25,12 @@ from kubernetes.utils import parse_quantity
 from components.labels import POOL_LABEL, TENANT_LABEL
 from tests.acceptance.hami_evidence import (
     HAMI_NODE_LOCK,
+    CardUsage,
     EventRecord,
     EvidenceError,
     ObjectRef,
     PodPlacement,
+    card_usage,
     hami_reasons,
 )
 from tests.acceptance.hami_metrics import Sample, parse_exposition
@@ -616,6 +618,27 @@ def object_refs_of_pods(items: list[k8s.V1Pod]) -> tuple[ObjectRef, ...]:
 
 def object_refs_of_namespaces(items: list[k8s.V1Namespace]) -> tuple[ObjectRef, ...]:
     return tuple(ObjectRef(name=str(meta(n).name), uid=str(meta(n).uid or "")) for n in items)
+
+
+def hami_allocations(cluster: Cluster, node: str) -> dict[str, str]:
+    """``{namespace/pod: hami.io/vgpu-devices-allocated}`` of every live pod (any namespace) that
+    HAMi counts on the node: its ``hami.io/vgpu-node`` names it, bound or not (HAMi v2.10.0
+    scheduler.go:137-171 onAddPod keys on that annotation; Filter adds the pod before Bind,
+    scheduler.go:1125-1139); pods that ended are not counted (scheduler.go:185-189)."""
+    pods = retrying(
+        lambda: cluster.core.list_pod_for_all_namespaces(_request_timeout=REQUEST_TIMEOUT).items
+    )
+    allocations = {}
+    for pod in pods:
+        seen = placement(pod)
+        if seen.assigned_node == node and seen.allocated and not seen.terminal:
+            allocations[f"{meta(pod).namespace}/{seen.name}"] = seen.allocated
+    return allocations
+
+
+def node_usage(cluster: Cluster, node: str) -> dict[str, CardUsage]:
+    """Card usage HAMi counts on the node, per card UUID (``hami_allocations`` summed)."""
+    return card_usage(hami_allocations(cluster, node))
 
 
 def refusal_seen(

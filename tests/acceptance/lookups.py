@@ -26,6 +26,9 @@ HAMI_METRICS_PORT_NAME = "monitor"
 HAMI_METRICS_PATH = "metrics"
 # charts/hami/templates/scheduler/deployment.yaml pod label.
 HAMI_SCHEDULER_SELECTOR = "app.kubernetes.io/component=hami-scheduler"
+# charts/hami/templates/device-plugin/daemonsetnvidia.yaml: HAMi's real device plugin (prod) is a
+# DaemonSet in HAMi's namespace whose pods carry this label (and run the vGPU monitor beside it).
+HAMI_DEVICE_PLUGIN_SELECTOR = "app.kubernetes.io/component=hami-device-plugin"
 # charts/hami/templates/scheduler/webhook.yaml objectSelector: pods labelled so are never sent to
 # HAMi's webhook (the suite's probes that must not depend on it carry this label).
 HAMI_WEBHOOK_IGNORE = {"hami.io/webhook": "ignore"}

@@ -32,7 +32,6 @@ from tests.acceptance.hami_evidence import (
     HAMI_ASSIGNED_NODE,
     HAMI_BIND_PHASE,
     HAMI_BIND_TIME,
-    CardUsage,
     PodPlacement,
     Verdict,
     card_usage,
@@ -41,8 +40,6 @@ from tests.acceptance.hami_evidence import (
 )
 from tests.acceptance.kube import (
     BIND_TIMEOUT,
-    REQUEST_TIMEOUT,
-    Cluster,
     cleanup_namespace,
     condition,
     create_namespace,
@@ -50,6 +47,7 @@ from tests.acceptance.kube import (
     is_bound,
     meta,
     node_lock,
+    node_usage,
     placement,
     poll_until,
     read_pod,
@@ -114,21 +112,6 @@ def sharing(live: LiveStack, plan: SharingPlan, target: Target) -> Iterator[Shar
         yield SharingRun(namespace=namespace)
     finally:
         cleanup_namespace(target.cluster, namespace)
-
-
-def node_usage(cluster: Cluster, node: str) -> dict[str, CardUsage]:
-    """Card usage HAMi counts on the node: every live pod (any namespace) whose
-    ``hami.io/vgpu-node`` names it, bound or not (HAMi v2.10.0 scheduler.go:137-171 onAddPod keys
-    on that annotation; Filter adds the pod before Bind, scheduler.go:1125-1139)."""
-    pods = retrying(
-        lambda: cluster.core.list_pod_for_all_namespaces(_request_timeout=REQUEST_TIMEOUT).items
-    )
-    allocations = {}
-    for pod in pods:
-        seen = placement(pod)
-        if seen.assigned_node == node and seen.allocated and not seen.terminal:
-            allocations[f"{meta(pod).namespace}/{seen.name}"] = seen.allocated
-    return card_usage(allocations)
 
 
 def _seconds_since_creation(pod: Any, stamp: Any) -> int | None:

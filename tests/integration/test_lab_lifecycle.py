@@ -30,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from tests.acceptance.gpu_plan import GPU_TEST_IDS
+
 REPO = Path(__file__).resolve().parents[2]
 STACK = "lab"
 STATE_DIR = REPO / ".pulumi-state"
@@ -53,6 +55,9 @@ REQUIRED_PASSED = (
     "TC-09",
     "TC-10",
 )
+# The runtime-isolation tests need real NVIDIA GPUs: on the lab's mock devices they must skip,
+# never pass (tests/acceptance/gpu_plan.py).
+REAL_GPU_ONLY = GPU_TEST_IDS
 
 
 def missing_requirements(
@@ -188,6 +193,9 @@ def test_lab_up_acceptance_destroy(tmp_path: Path) -> None:
         not_passed = {tc: verdicts.get(tc, "missing") for tc in REQUIRED_PASSED}
         not_passed = {tc: v for tc, v in not_passed.items() if v != "passed"}
         assert not not_passed, f"acceptance tests not passed: {not_passed}"
+        not_skipped = {tc: verdicts.get(tc, "missing") for tc in REAL_GPU_ONLY}
+        not_skipped = {tc: v for tc, v in not_skipped.items() if v != "skipped"}
+        assert not not_skipped, f"real-GPU tests did not skip on mock GPUs: {not_skipped}"
     finally:
         try:
             stack.destroy(on_output=log, color="never", show_secrets=False, suppress_outputs=True)

@@ -1,0 +1,829 @@
+"""Judges of the runtime-isolation tests TC-11 ... TC-15 (pure functions).
+
+They read two kinds of evidence, both plain values: the probe's JSON lines (its pod log, parsed
+by ``parse_probe_log``; non-JSON lines such as HAMi-core's own ``[HAMI-core Msg(...)]`` messages
+are kept apart) and what HAMi wrote and counts (pod allocation annotations, the node's
+``hami.io/node-nvidia-register``, the scheduler's per-card metrics, as ``hami_evidence`` and
+``hami_metrics`` parse them). Each returns a ``Verdict`` (problems; facts for the report) and is
+tested offline on recorded samples that pass and samples that fail
+(``tests/acceptance/samples/gpu_probe.yaml``, ``gpu_lifecycle.yaml``).
+
+Every verdict also says what was exercised: whether HAMi-core's ``libvgpu.so`` was in the
+probe's process at all, under which C library and base image, with which limits in its
+environment - so a pass says which guarantee it rests on, and a probe that ran without HAMi-core
+fails instead of measuring the bare driver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.acceptance.gpu_plan import (
+    COMPUTE_SHARE_TOLERANCE,
+    CORE_POLICY_ENV,
+    FORCE_CORE_POLICY,
+    MEMORY_ACCOUNTING_OVERHEAD_MIB,
+    MIN_WINDOW_SAMPLES,
+    SETTLE_SECONDS,
+    WARMUP_SECONDS,
+)
+from tests.acceptance.hami_evidence import (
+    BIND_SUCCESS,
+    EvidenceError,
+    PodPlacement,
+    RegisteredCard,
+    Verdict,
+    pod_shares,
+)
+from tests.acceptance.hami_metrics import Sample
+
+HAMI_CORE_MARK = "HAMI-core"  # HAMi-core's log prefix (src/include/log_utils.h)
+OOM_ERROR = "CUDA_ERROR_OUT_OF_MEMORY"
+
+# What the probe cannot show, recorded with every verdict so the report never claims more.
+NOT_EXERCISED = {
+    "memory": (
+        "only cuMemAlloc_v2 through the driver API is probed: managed memory, virtual memory "
+        "management (cuMemCreate), stream-ordered pools (cuMemAllocAsync) and allocations "
+        "HAMi-core does not count are not; nor a second process in the same container"
+    ),
+    "compute": (
+        "throughput of one short fused-multiply-add kernel that fills every SM; long-running "
+        "kernels (HAMi-core throttles launches and cannot preempt a running kernel), memory "
+        "bandwidth, copy engines and MIG are not measured"
+    ),
+}
+
+
+# ------------------------------------------------------------------------- probe output
+
+
+@dataclass
+class ProbeRun:
+    """One probe pod's output: its JSON records in order, and every other line."""
+
+    pod: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("kind") == kind]
+
+    def first(self, kind: str) -> dict[str, Any] | None:
+        found = self.of(kind)
+        return found[0] if found else None
+
+    def last(self, kind: str) -> dict[str, Any] | None:
+        found = self.of(kind)
+        return found[-1] if found else None
+
+    @property
+    def env(self) -> dict[str, Any]:
+        return self.first("env") or {}
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        value = self.env.get("env")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def device(self) -> dict[str, Any]:
+        return self.first("device") or {}
+
+    @property
+    def hami_core_lines(self) -> list[str]:
+        return [line for line in self.other if HAMI_CORE_MARK in line]
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return self.of("error")
+
+
+def parse_probe_log(pod: str, text: str) -> ProbeRun:
+    """A probe pod's log: lines that are JSON objects with a ``kind`` are records, in order;
+    anything else (HAMi-core's messages, a truncated line) is kept in ``other``."""
+    run = ProbeRun(pod=pod)
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        record: Any = None
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                record = None
+        if isinstance(record, dict) and isinstance(record.get("kind"), str):
+            run.records.append(record)
+        else:
+            run.other.append(line)
+    return run
+
+
+def exercised(run: ProbeRun) -> dict[str, Any]:
+    """What the probe ran under: the facts that decide which guarantee a result rests on."""
+    env = run.env
+    return {
+        "pod": run.pod,
+        "os": env.get("os"),
+        "libc": env.get("libc"),
+        "python": env.get("python"),
+        "libvgpuLoaded": env.get("libvgpuLoaded"),
+        "preload": env.get("preload"),
+        "hamiCoreMessages": len(run.hami_core_lines),
+        "limits": {
+            key: run.variables.get(key)
+            for key in (
+                "CUDA_DEVICE_MEMORY_LIMIT_0",
+                "CUDA_DEVICE_SM_LIMIT",
+                CORE_POLICY_ENV,
+                "CUDA_DISABLE_CONTROL",
+                "CUDA_OVERSUBSCRIBE",
+            )
+        },
+        "device": {k: run.device.get(k) for k in ("name", "uuid", "sms", "driver")},
+    }
+
+
+def interception_problems(run: ProbeRun, expected_env: Mapping[str, str | None]) -> list[str]:
+    """Why the probe's result would not be HAMi-core's: it did not start, HAMi-core's library was
+    not in its process, or HAMi's device plugin did not set the limits asked for."""
+    problems: list[str] = []
+    if not run.records:
+        tail = " | ".join(run.other[-3:]) or "no output"
+        return [f"{run.pod}: the probe printed no result ({tail})"]
+    for error in run.errors:
+        problems.append(
+            f"{run.pod}: CUDA call {error.get('call')} failed: {error.get('error')} "
+            f"({error.get('code')})"
+        )
+    env = run.env
+    if not env:
+        problems.append(f"{run.pod}: the probe printed no env line")
+        return problems
+    if env.get("libvgpuLoaded") is not True:
+        problems.append(
+            f"{run.pod}: HAMi-core's libvgpu.so is not loaded in the probe's process "
+            f"(/etc/ld.so.preload: {env.get('preload')!r}; C library: {env.get('libc')}; "
+            f"{env.get('os')}): HAMi's device plugin did not inject it, or the image's C library "
+            "ignores /etc/ld.so.preload (musl does) - nothing below is HAMi-core's doing"
+        )
+    for key, want in expected_env.items():
+        got = run.variables.get(key)
+        if got != want:
+            problems.append(f"{run.pod}: {key}={got!r} in the container, expected {want!r}")
+    return problems
+
+
+# ---------------------------------------------------------------------------- TC-11 memory
+
+
+def judge_memory_cap(
+    run: ProbeRun,
+    *,
+    cap_mib: int,
+    overhead_mib: int = MEMORY_ACCOUNTING_OVERHEAD_MIB,
+) -> Verdict:
+    """TC-11: a pod with ``gpumem: cap_mib`` allocates until refused. Holds when HAMi-core is in
+    the process with ``CUDA_DEVICE_MEMORY_LIMIT_0=<cap>m``, the allocations end with
+    ``CUDA_ERROR_OUT_OF_MEMORY`` (not the probe's own guard, not another error), the total
+    allocated is at most the cap and at least cap - overhead - the last step, and both
+    ``cuMemGetInfo`` and ``nvidia-smi`` inside show the cap as the card's total."""
+    verdict = Verdict()
+    problems = verdict.problems
+    problems.extend(interception_problems(run, {"CUDA_DEVICE_MEMORY_LIMIT_0": f"{cap_mib}m"}))
+    result = run.last("memory-result")
+    allocs = run.of("alloc")
+    meminfo = run.last("meminfo")
+    smi_after = next((s for s in reversed(run.of("smi")) if s.get("when") == "after"), None)
+    facts: dict[str, Any] = {
+        "capMiB": cap_mib,
+        "overheadAllowedMiB": overhead_mib,
+        "attempts": len(allocs),
+        "exercised": exercised(run),
+        "notExercised": NOT_EXERCISED["memory"],
+    }
+    verdict.facts = facts
+    if result is None:
+        problems.append(f"{run.pod}: no memory-result line (the probe did not finish)")
+        return verdict
+    allocated = int(result.get("allocatedMiB", 0))
+    refusal = result.get("refusal") or {}
+    steps = [int(s) for s in result.get("stepsMiB") or [0]]
+    facts.update(
+        allocatedMiB=allocated,
+        overheadSeenMiB=cap_mib - allocated,
+        stopped=result.get("stopped"),
+        refusal=refusal,
+    )
+    stopped = result.get("stopped")
+    if stopped == "guard":
+        problems.append(
+            f"cap exceeded: {allocated} MiB allocated under a {cap_mib} MiB cap and nothing "
+            f"refused (the probe stopped at its own guard of {result.get('guardMiB')} MiB)"
+        )
+    elif stopped != "refused" or refusal.get("error") != OOM_ERROR:
+        problems.append(
+            f"the allocations ended with {refusal.get('error') or stopped!r}, not "
+            f"{OOM_ERROR}: the process must get an out-of-memory error at the cap"
+        )
+    if allocated > cap_mib:
+        problems.append(f"cap exceeded: {allocated} MiB allocated, the cap is {cap_mib} MiB")
+    lowest = cap_mib - overhead_mib - steps[-1]
+    if stopped == "refused" and allocated < lowest:
+        problems.append(
+            f"refused early: {allocated} MiB allocated, expected at least {lowest} MiB "
+            f"(cap {cap_mib} - overhead {overhead_mib} - step {steps[-1]})"
+        )
+    if meminfo is None:
+        problems.append(f"{run.pod}: no meminfo line")
+    else:
+        facts["cuMemGetInfoTotalMiB"] = meminfo.get("totalMiB")
+        if meminfo.get("totalMiB") != cap_mib:
+            problems.append(
+                f"cuMemGetInfo inside shows {meminfo.get('totalMiB')} MiB total, not the cap "
+                f"{cap_mib} MiB"
+            )
+    if smi_after is None or "error" in smi_after:
+        why = smi_after.get("error") if smi_after else "not run"
+        problems.append(f"nvidia-smi inside did not answer: {why}")
+    else:
+        facts["nvidiaSmiTotalMiB"] = smi_after.get("totalMiB")
+        if smi_after.get("totalMiB") != cap_mib:
+            problems.append(
+                f"nvidia-smi inside shows {smi_after.get('totalMiB')} MiB total, not the cap "
+                f"{cap_mib} MiB"
+            )
+    return verdict
+
+
+# ------------------------------------------------------------------------- compute rates
+
+
+@dataclass(frozen=True)
+class RateWindow:
+    """One ``rate`` line: kernels completed between wall-clock ``t0`` and ``t1``."""
+
+    t0: float
+    t1: float
+    kernels: int
+
+    @property
+    def seconds(self) -> float:
+        return self.t1 - self.t0
+
+
+def rate_windows(run: ProbeRun) -> list[RateWindow]:
+    windows = []
+    for record in run.of("rate"):
+        try:
+            windows.append(
+                RateWindow(float(record["t0"]), float(record["t1"]), int(record["kernels"]))
+            )
+        except (KeyError, TypeError, ValueError):
+            raise EvidenceError(f"{run.pod}: rate line without t0/t1/kernels: {record}") from None
+    return windows
+
+
+def throughput(windows: Iterable[RateWindow]) -> tuple[float | None, int]:
+    """Kernels per second over the windows (None without time), and how many windows."""
+    chosen = list(windows)
+    seconds = sum(w.seconds for w in chosen)
+    if seconds <= 0:
+        return None, len(chosen)
+    return sum(w.kernels for w in chosen) / seconds, len(chosen)
+
+
+def between(windows: Sequence[RateWindow], start: float, end: float) -> list[RateWindow]:
+    """The windows lying entirely within [start, end]."""
+    return [w for w in windows if w.t0 >= start and w.t1 <= end]
+
+
+def steady(windows: Sequence[RateWindow], warmup: float) -> list[RateWindow]:
+    """The windows after the first ``warmup`` seconds of a run."""
+    if not windows:
+        return []
+    return between(windows, windows[0].t0 + warmup, windows[-1].t1)
+
+
+def _rate(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def judge_compute_share(
+    limited: ProbeRun,
+    unrestricted: ProbeRun,
+    *,
+    cores: int,
+    tolerance: float = COMPUTE_SHARE_TOLERANCE,
+    warmup: float = WARMUP_SECONDS,
+    min_samples: int = MIN_WINDOW_SAMPLES,
+) -> Verdict:
+    """TC-12: the same kernel for the same time, limited (``gpucores: cores``, policy ``force``)
+    and unrestricted on the same card; holds when the limited/unrestricted throughput ratio is
+    within ``tolerance`` of ``cores`` / 100."""
+    verdict = Verdict()
+    problems = verdict.problems
+    problems.extend(
+        interception_problems(
+            limited, {"CUDA_DEVICE_SM_LIMIT": str(cores), CORE_POLICY_ENV: FORCE_CORE_POLICY}
+        )
+    )
+    problems.extend(interception_problems(unrestricted, {"CUDA_DEVICE_SM_LIMIT": "100"}))
+    facts: dict[str, Any] = {
+        "cores": cores,
+        "expectedRatio": cores / 100,
+        "tolerance": tolerance,
+        "warmupSeconds": warmup,
+        "exercised": [exercised(limited), exercised(unrestricted)],
+        "notExercised": NOT_EXERCISED["compute"],
+    }
+    verdict.facts = facts
+    same_card = _same_card([limited, unrestricted])
+    if same_card is not None:
+        problems.append(same_card)
+    try:
+        limited_rate, limited_n = throughput(steady(rate_windows(limited), warmup))
+        full_rate, full_n = throughput(steady(rate_windows(unrestricted), warmup))
+    except EvidenceError as exc:
+        problems.append(str(exc))
+        return verdict
+    facts.update(
+        limitedKernelsPerSecond=_rate(limited_rate),
+        unrestrictedKernelsPerSecond=_rate(full_rate),
+        windows={"limited": limited_n, "unrestricted": full_n},
+    )
+    for name, count in (("limited", limited_n), ("unrestricted", full_n)):
+        if count < min_samples:
+            problems.append(
+                f"the {name} probe measured {count} steady windows, fewer than {min_samples}"
+            )
+    if limited_rate is None or not full_rate:
+        problems.append("no throughput to compare (a probe completed no kernel)")
+        return verdict
+    ratio = limited_rate / full_rate
+    facts["ratio"] = round(ratio, 3)
+    if abs(ratio - cores / 100) > tolerance:
+        problems.append(
+            f"share violated: the limited probe ran at {ratio:.0%} of the unrestricted one, "
+            f"expected {cores}% +/- {tolerance:.0%}"
+        )
+    return verdict
+
+
+def _same_card(runs: Sequence[ProbeRun]) -> str | None:
+    uuids = {run.pod: run.device.get("uuid") for run in runs}
+    if len(set(uuids.values())) != 1 or None in uuids.values():
+        return f"the probes did not all run on one card: {uuids}"
+    return None
+
+
+# -------------------------------------------------------------------- TC-14 interference
+
+
+def judge_interference(
+    first: ProbeRun,
+    second: ProbeRun,
+    unrestricted: ProbeRun,
+    *,
+    shares: tuple[int, int],
+    tolerance: float = COMPUTE_SHARE_TOLERANCE,
+    warmup: float = WARMUP_SECONDS,
+    settle: float = SETTLE_SECONDS,
+    min_samples: int = MIN_WINDOW_SAMPLES,
+) -> Verdict:
+    """TC-14: two probes on one card, ``shares`` (gpucores) each, HAMi's default policy. The first
+    starts alone, the second joins and outlives it. Their rate windows are split by wall-clock
+    time into: first alone, both (from ``settle`` after the second started to the first's end),
+    second alone (from ``settle`` after the first ended). Holds when, while both run, neither
+    falls below its share of the unrestricted card's throughput minus ``tolerance``; reports
+    each probe's interference (1 - rate with the neighbour / rate alone)."""
+    verdict = Verdict()
+    problems = verdict.problems
+    for run, share in ((first, shares[0]), (second, shares[1])):
+        problems.extend(interception_problems(run, {"CUDA_DEVICE_SM_LIMIT": str(share)}))
+    problems.extend(interception_problems(unrestricted, {"CUDA_DEVICE_SM_LIMIT": "100"}))
+    facts: dict[str, Any] = {
+        "shares": list(shares),
+        "tolerance": tolerance,
+        "exercised": [exercised(first), exercised(second), exercised(unrestricted)],
+        "notExercised": NOT_EXERCISED["compute"],
+    }
+    verdict.facts = facts
+    same_card = _same_card([first, second, unrestricted])
+    if same_card is not None:
+        problems.append(same_card)
+    try:
+        a, b = rate_windows(first), rate_windows(second)
+        full_rate, full_n = throughput(steady(rate_windows(unrestricted), warmup))
+    except EvidenceError as exc:
+        problems.append(str(exc))
+        return verdict
+    if not a or not b:
+        problems.append("a probe printed no rate window")
+        return verdict
+    phases = {
+        "firstAlone": between(a, a[0].t0 + warmup, b[0].t0),
+        "firstTogether": between(a, b[0].t0 + settle, min(a[-1].t1, b[-1].t1)),
+        "secondTogether": between(b, b[0].t0 + settle, min(a[-1].t1, b[-1].t1)),
+        "secondAlone": between(b, a[-1].t1 + settle, b[-1].t1),
+    }
+    rates = {name: throughput(windows) for name, windows in phases.items()}
+    facts["unrestrictedKernelsPerSecond"] = _rate(full_rate)
+    facts["phases"] = {
+        name: {"kernelsPerSecond": _rate(rate), "windows": count}
+        for name, (rate, count) in rates.items()
+    }
+    if full_n < min_samples or not full_rate:
+        problems.append(f"the unrestricted probe measured {full_n} steady windows")
+        return verdict
+    for name, (_, count) in rates.items():
+        if count < min_samples:
+            problems.append(f"phase {name} has {count} windows, fewer than {min_samples}")
+    interference: dict[str, Any] = {}
+    for label, share, alone_key, together_key in (
+        ("first", shares[0], "firstAlone", "firstTogether"),
+        ("second", shares[1], "secondAlone", "secondTogether"),
+    ):
+        together, _ = rates[together_key]
+        alone, _ = rates[alone_key]
+        if together is None:
+            continue
+        fraction = together / full_rate
+        interference[label] = {
+            "cardFractionTogether": round(fraction, 3),
+            "cardFractionAlone": None if alone is None else round(alone / full_rate, 3),
+            "interference": None if not alone else round(1 - together / alone, 3),
+        }
+        floor = share / 100 - tolerance
+        if fraction < floor:
+            problems.append(
+                f"share violated: with its neighbour busy, the {label} probe ({share}%) got "
+                f"{fraction:.0%} of the card, below {share}% - {tolerance:.0%}"
+            )
+    facts["interference"] = interference
+    return verdict
+
+
+# ---------------------------------------------------------------------- card usage views
+
+
+@dataclass(frozen=True)
+class CardLoad:
+    """What HAMi counts on one card: MiB and cores allocated, and by whom (pods from the
+    annotation view; containers from the scheduler's metrics, where pods are not named)."""
+
+    memory_mib: float
+    cores: float
+    holders: int
+    pods: tuple[str, ...] = ()
+
+    def plus(self, memory_mib: float, cores: float, pod: str = "") -> CardLoad:
+        pods = (*self.pods, pod) if pod else self.pods
+        return CardLoad(self.memory_mib + memory_mib, self.cores + cores, self.holders + 1, pods)
+
+    def same_amounts(self, other: CardLoad) -> bool:
+        return (self.memory_mib, self.cores, self.holders) == (
+            other.memory_mib,
+            other.cores,
+            other.holders,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "memoryMiB": self.memory_mib,
+            "cores": self.cores,
+            "holders": self.holders,
+        }
+        if self.pods:
+            out["pods"] = list(self.pods)
+        return out
+
+
+EMPTY = CardLoad(0, 0, 0)
+
+# HAMi v2.10.0 cmd/scheduler/metrics.go:117-131, 250-258: per card, the MiB and cores allocated
+# and the number of containers sharing it.
+MEMORY_ALLOCATED = "hami_gpu_memory_allocated_bytes"
+CORE_ALLOCATED = "hami_gpu_core_allocated_ratio"
+SHARED_COUNT = "hami_gpu_shared_count"
+_MIB = 1024 * 1024
+
+
+def metrics_load(samples: Iterable[Sample], node: str, uuid: str) -> CardLoad | None:
+    """The scheduler's count for one card (None when its metrics do not list the card)."""
+    values: dict[str, float] = {}
+    for sample in samples:
+        if sample.name not in (MEMORY_ALLOCATED, CORE_ALLOCATED, SHARED_COUNT):
+            continue
+        if sample.labels.get("node") != node or sample.labels.get("device_uuid") != uuid:
+            continue
+        values[sample.name] = sample.value
+    if MEMORY_ALLOCATED not in values or SHARED_COUNT not in values:
+        return None
+    return CardLoad(
+        memory_mib=values[MEMORY_ALLOCATED] / _MIB,
+        cores=values.get(CORE_ALLOCATED, 0.0),
+        holders=int(values[SHARED_COUNT]),
+    )
+
+
+def annotation_load(allocations: Mapping[str, str], uuid: str) -> CardLoad:
+    """The load on card ``uuid`` from ``{pod: hami.io/vgpu-devices-allocated}`` of the live pods
+    HAMi counts on the node."""
+    load = EMPTY
+    for pod, value in sorted(allocations.items()):
+        for share in pod_shares(value):
+            if share.uuid == uuid:
+                load = load.plus(share.memory_mib, share.cores, pod)
+    return load
+
+
+@dataclass
+class LoadView:
+    """One moment's load on the card, seen both ways."""
+
+    annotations: CardLoad
+    metrics: CardLoad | None  # None: metrics unreadable or the card missing from them
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "annotations": self.annotations.as_dict(),
+            "metrics": None if self.metrics is None else self.metrics.as_dict(),
+        }
+
+
+def load_problems(what: str, seen: LoadView, expected: CardLoad) -> list[str]:
+    """Problems when either view differs from the expected amounts (an allocation leaked, or
+    one missing)."""
+    problems = []
+    if not seen.annotations.same_amounts(expected):
+        problems.append(
+            f"{what}: HAMi's annotations count {seen.annotations.as_dict()} on the card, "
+            f"expected {expected.as_dict()}"
+        )
+    if seen.metrics is None:
+        problems.append(f"{what}: HAMi's scheduler metrics do not list the card")
+    elif not seen.metrics.same_amounts(expected):
+        problems.append(
+            f"{what}: HAMi's scheduler counts {seen.metrics.as_dict()} on the card, "
+            f"expected {expected.as_dict()}"
+        )
+    return problems
+
+
+# --------------------------------------------------------------------- TC-13 reclamation
+
+
+@dataclass
+class ReclaimRound:
+    """One TC-13 round: a hog holds most of the card, a waiter that does not fit waits; the hog
+    ends (``how``: its process exits, or the pod is deleted); the waiter must bind."""
+
+    how: str  # "exit" | "delete"
+    hog: str
+    hog_share: tuple[int, int]  # MiB, cores
+    waiter: str
+    waiter_share: tuple[int, int]
+    baseline: LoadView
+    with_hog: LoadView
+    waiter_refusal: Verdict  # hami_evidence.judge_rejection while the hog is counted
+    hog_run: ProbeRun
+    hog_hold_mib: int
+    hog_end: str  # the hog's phase after it ended ("Succeeded") or "deleted"
+    bind_seconds: float | None  # hog end -> waiter bound; None: never within the bound
+    with_waiter: LoadView | None
+    after: LoadView | None  # once the waiter is deleted too
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "how": self.how,
+            "hog": {"pod": self.hog, "memoryMiB": self.hog_share[0], "cores": self.hog_share[1]},
+            "waiter": {
+                "pod": self.waiter,
+                "memoryMiB": self.waiter_share[0],
+                "cores": self.waiter_share[1],
+            },
+            "baseline": self.baseline.as_dict(),
+            "withHog": self.with_hog.as_dict(),
+            "hogEnd": self.hog_end,
+            "bindSeconds": None if self.bind_seconds is None else round(self.bind_seconds, 1),
+            "withWaiter": None if self.with_waiter is None else self.with_waiter.as_dict(),
+            "after": None if self.after is None else self.after.as_dict(),
+        }
+
+
+def judge_reclamation(round_: ReclaimRound, *, bound_seconds: float) -> Verdict:
+    """TC-13, one round. Holds when: the hog was counted (baseline + its share) and really held
+    its memory; the waiter was refused for memory while it was; the hog ended as meant; the
+    waiter bound within ``bound_seconds`` of that; then HAMi counted baseline + the waiter only
+    (the hog's share released, in the annotations and in the scheduler), and baseline once the
+    waiter was gone too."""
+    verdict = Verdict(facts=round_.as_dict())
+    problems = verdict.problems
+    tag = f"[{round_.how}]"
+    base = round_.baseline.annotations
+    hog_expected = base.plus(*round_.hog_share)
+    problems.extend(f"{tag} {p}" for p in load_problems("hog bound", round_.with_hog, hog_expected))
+    held = [h for h in round_.hog_run.of("hold") if int(h.get("heldMiB", 0)) >= round_.hog_hold_mib]
+    problems.extend(f"{tag} {p}" for p in interception_problems(round_.hog_run, {}))
+    if not held:
+        problems.append(
+            f"{tag} the hog {round_.hog} never reported holding {round_.hog_hold_mib} MiB"
+        )
+    problems.extend(
+        f"{tag} waiter while the hog holds: {p}" for p in round_.waiter_refusal.problems
+    )
+    wanted_end = "Succeeded" if round_.how == "exit" else "deleted"
+    if round_.hog_end != wanted_end:
+        problems.append(f"{tag} the hog ended as {round_.hog_end!r}, expected {wanted_end!r}")
+    if round_.bind_seconds is None:
+        problems.append(
+            f"{tag} the waiter {round_.waiter} did not bind within {bound_seconds:.0f} s of the "
+            "hog's end: its memory was not reclaimed"
+        )
+    elif round_.bind_seconds > bound_seconds:
+        problems.append(
+            f"{tag} the waiter bound {round_.bind_seconds:.0f} s after the hog's end, over the "
+            f"bound of {bound_seconds:.0f} s"
+        )
+    if round_.with_waiter is None:
+        problems.append(f"{tag} no load seen with the waiter bound")
+    else:
+        problems.extend(
+            f"{tag} {p} (allocation leaked?)"
+            for p in load_problems(
+                "with the waiter", round_.with_waiter, base.plus(*round_.waiter_share)
+            )
+        )
+    if round_.after is None:
+        problems.append(f"{tag} no load seen after the waiter was deleted")
+    else:
+        problems.extend(
+            f"{tag} {p} (allocation leaked?)"
+            for p in load_problems("after both ended", round_.after, base)
+        )
+    return verdict
+
+
+# ----------------------------------------------------------------------- TC-15 recovery
+
+
+@dataclass
+class RecoveryObservation:
+    """TC-15: what was seen before and after HAMi's device-plugin pod on the node was deleted."""
+
+    node: str
+    plugin_before: str  # pod UID
+    plugin_after: str | None
+    plugin_ready_after: bool
+    holder_beats_before: int  # the holder's last heartbeat number before the plugin pod went
+    recovered_seconds: float | None  # deletion -> serving again; None: not within the bound
+    cards_before: Sequence[RegisteredCard]
+    cards_after: Sequence[RegisteredCard] | None  # None: the annotation was unreadable
+    allocatable_before: int | None
+    allocatable_after: int | None
+    expected_allocatable: int
+    holder_before: PodPlacement
+    holder_after: PodPlacement
+    holder_restarts: int
+    holder_run: ProbeRun
+    newcomer: PodPlacement | None
+    newcomer_run: ProbeRun | None
+
+    def as_dict(self) -> dict[str, Any]:
+        def cards(found: Sequence[RegisteredCard] | None) -> Any:
+            if found is None:
+                return None
+            return [_card_key(c) for c in found]
+
+        return {
+            "node": self.node,
+            "pluginPod": {"before": self.plugin_before, "after": self.plugin_after},
+            "recoveredSeconds": None
+            if self.recovered_seconds is None
+            else round(self.recovered_seconds, 1),
+            "cardsBefore": cards(self.cards_before),
+            "cardsAfter": cards(self.cards_after),
+            "allocatable": {
+                "before": self.allocatable_before,
+                "after": self.allocatable_after,
+                "expected": self.expected_allocatable,
+            },
+            "holder": {
+                "pod": self.holder_after.name,
+                "phase": self.holder_after.phase,
+                "restarts": self.holder_restarts,
+                "allocatedBefore": self.holder_before.allocated,
+                "allocatedAfter": self.holder_after.allocated,
+            },
+            "newcomer": None
+            if self.newcomer is None
+            else {
+                "pod": self.newcomer.name,
+                "phase": self.newcomer.phase,
+                "node": self.newcomer.node,
+                "allocated": self.newcomer.allocated,
+            },
+        }
+
+
+def _card_key(card: RegisteredCard) -> dict[str, Any]:
+    return {
+        "uuid": card.uuid,
+        "memoryMiB": card.memory_mib,
+        "coreUnits": card.core_units,
+        "slots": card.slots,
+        "type": card.type,
+        "health": card.health,
+    }
+
+
+def judge_recovery(seen: RecoveryObservation, *, bound_seconds: float, beats_after: int) -> Verdict:
+    """TC-15. Holds when the device-plugin pod was replaced and serves again within the bound;
+    the node re-registers the same cards with the same totals, healthy; ``nvidia.com/gpu``
+    allocatable is back; the pod that held a share before keeps running with the same allocation
+    and keeps using its memory after the restart; and a new pod binds to a registered card and
+    runs on it."""
+    verdict = Verdict(facts=seen.as_dict())
+    problems = verdict.problems
+    if seen.plugin_after is None or seen.plugin_after == seen.plugin_before:
+        problems.append(f"{seen.node}: HAMi's device-plugin pod was not replaced")
+    elif not seen.plugin_ready_after:
+        problems.append(f"{seen.node}: the new device-plugin pod is not ready")
+    if seen.recovered_seconds is None:
+        problems.append(
+            f"{seen.node}: the device plugin did not serve again within {bound_seconds:.0f} s"
+        )
+    if seen.cards_after is None:
+        problems.append(f"{seen.node}: hami.io/node-nvidia-register unreadable after the restart")
+    else:
+        before = sorted((_card_key(c) for c in seen.cards_before), key=lambda c: c["uuid"])
+        after = sorted((_card_key(c) for c in seen.cards_after), key=lambda c: c["uuid"])
+        if before != after:
+            problems.append(
+                f"{seen.node}: the cards re-registered with other totals: before {before}, "
+                f"after {after}"
+            )
+        unhealthy = [c["uuid"] for c in after if not c["health"]]
+        if unhealthy:
+            problems.append(f"{seen.node}: cards unhealthy after the restart: {unhealthy}")
+    for when, value in (("before", seen.allocatable_before), ("after", seen.allocatable_after)):
+        if value != seen.expected_allocatable:
+            problems.append(
+                f"{seen.node}: nvidia.com/gpu allocatable {when} the restart is {value}, "
+                f"expected {seen.expected_allocatable}"
+            )
+    holder = seen.holder_after
+    if holder.phase != "Running" or seen.holder_restarts:
+        problems.append(
+            f"{holder.name} is {holder.status_text()} with {seen.holder_restarts} restarts after "
+            "the device plugin restarted"
+        )
+    if holder.allocated != seen.holder_before.allocated or not holder.allocated:
+        problems.append(
+            f"{holder.name}'s allocation changed: {seen.holder_before.allocated!r} -> "
+            f"{holder.allocated!r}"
+        )
+    problems.extend(interception_problems(seen.holder_run, {}))
+    # Heartbeats counted by number, not by time: the probe's clock is the node's, not the suite's.
+    last_before = seen.holder_beats_before
+    beats = [b for b in seen.holder_run.of("hold") if int(b.get("beat", 0)) > last_before]
+    if len(beats) < beats_after:
+        problems.append(
+            f"{holder.name} touched its memory {len(beats)} times after the restart, expected "
+            f"at least {beats_after}"
+        )
+    verdict.facts["holderBeatsAfterRestart"] = len(beats)
+    problems.extend(_newcomer_problems(seen))
+    return verdict
+
+
+def _newcomer_problems(seen: RecoveryObservation) -> list[str]:
+    pod, run = seen.newcomer, seen.newcomer_run
+    if pod is None:
+        return ["no new pod was created after the restart"]
+    problems = []
+    registered = {c.uuid for c in (seen.cards_after or seen.cards_before)}
+    if pod.node != seen.node:
+        problems.append(f"the new pod {pod.name} is not bound to {seen.node} ({pod.node!r})")
+    if pod.bind_phase != BIND_SUCCESS:
+        problems.append(f"the new pod's hami.io/bind-phase is {pod.bind_phase!r}")
+    try:
+        shares = pod_shares(pod.allocated or "")
+    except EvidenceError as exc:
+        shares = []
+        problems.append(f"the new pod: {exc}")
+    if not shares or any(s.uuid not in registered for s in shares):
+        problems.append(f"the new pod holds {pod.allocated!r}, not a share of a registered card")
+    if pod.phase != "Succeeded":
+        problems.append(f"the new pod is {pod.status_text()}, not Succeeded")
+    if run is not None:
+        problems.extend(interception_problems(run, {}))
+        uuid = run.device.get("uuid")
+        if shares and uuid != shares[0].uuid:
+            problems.append(f"the new pod ran on {uuid}, HAMi allocated {shares[0].uuid}")
+    return problems

@@ -1,0 +1,236 @@
+"""Where the runtime-isolation tests (TC-11 ... TC-15) run, and the numbers they judge by (pure).
+
+They run only on a pool whose nodes have real NVIDIA GPUs (``deviceMode: nvidia``): HAMi-core
+enforces memory and compute shares inside the container through the NVIDIA driver, which the
+lab's mock device plugin cannot exercise. ``plan_gpu`` picks the first such pool from the stack
+file; without one the tests skip (the lab, or a prod stack without GPU pools).
+
+Every tolerance and bound is a named constant below with the reason for its value and the
+upstream code it rests on: HAMi v2.10.0 (commit 4707fb02c91c545bc7343ce26dba4c32919f9a3e) and
+HAMi-core. HAMi v2.10.0 builds HAMi-core from submodule ``libvgpu`` at commit
+b216ba1be1b8e21488d1c7370ed3357b3049aad1; that commit is not in the stored mirror, so HAMi-core
+lines are cited at the newest stored ``main`` (8f3a89c67b037d8fdfe6c4cd4d8c4f0cd6504811,
+2026-06-30), which is later than the submodule pin of HAMi's previous release
+(a26e57e0061efed98d32310a8a7986935dc9098e).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.catalog import CardModel
+from components.config import PlatformConfig
+
+# The ids of the runtime-isolation tests: they need real GPUs, so the lab (mock GPUs) must skip
+# them, never pass them (tests/integration/test_lab_lifecycle.py checks that).
+GPU_TEST_IDS = ("TC-11", "TC-12", "TC-13", "TC-14", "TC-15")
+
+# ------------------------------------------------------------------------------ TC-11 memory
+
+# The cap the memory probe gets (nvidia.com/gpumem), MiB: small enough for any data-centre card
+# (a quarter of smaller cards), large enough that HAMi-core's own overhead is a small part of it.
+MEMORY_CAP_MIB = 4096
+# How far below the cap the probe's allocations may stop and still count as "stopped at the cap".
+# HAMi-core refuses an allocation when usage + request > limit (src/allocator/allocator.c:36-58,
+# oom_check), and its usage includes the primary context, counted at cuDevicePrimaryCtxRetain with
+# the size NVML reports for the process (src/cuda/context.c:14-25, src/utils.c:163-167) - a few
+# hundred MiB, more on larger cards (HAMi-core issue #79: "less than 300M during initialization")
+# - plus memory it does not see (the module, driver-internal allocations). Allocations of at most
+# 2 MiB go straight to the driver (allocator.c:120-124, IPCSIZE). 1024 MiB covers a context of
+# up to ~1 GiB; the report shows the overhead actually seen (cap - allocated).
+MEMORY_ACCOUNTING_OVERHEAD_MIB = 1024
+# The memory probe stops by itself this far above the cap when nothing refuses it (cap exceeded),
+# so a broken HAMi-core never lets it take the whole card.
+MEMORY_GUARD_MIB = 2048
+MEMORY_STEPS_MIB = (256, 16)  # coarse, then fine steps
+
+# ----------------------------------------------------------------------- TC-12 / TC-14 compute
+
+# The limited probe's nvidia.com/gpucores in TC-12 (the lab report's 30 % shares).
+COMPUTE_SHARE_CORES = 30
+# The unrestricted reference: 100 % makes HAMi-core's limiter return at once
+# (src/multiprocess/multiprocess_utilization_watcher.c:49-51: limit >= 100 or 0 means no limit).
+UNRESTRICTED_CORES = 100
+# Allowed distance between measured throughput ratio and the share, as a fraction of the card.
+# HAMi-core does not partition SMs: a watcher thread samples NVML's per-process SM utilisation
+# every 120 ms over the last second (multiprocess_utilization_watcher.c:174-178, 226;
+# multiprocess_utilization_watcher.h:14-17) and refills a launch budget that cuLaunchKernel
+# spends (src/cuda/memory.c:540-550, rate_limiter), correcting by at least 5 points a step
+# (delta(), watcher.c:86-107) - so it oscillates around the limit; NVML's utilisation is the time
+# a kernel ran, not a throughput; and clocks drift between two runs. 0.10 (10 points of the card)
+# is this suite's judgement for that loop, not a figure HAMi publishes.
+COMPUTE_SHARE_TOLERANCE = 0.10
+# Rate windows ignored at the start of every compute run: HAMi's vGPU monitor switches each
+# container's limiter on or off every 5 s (HAMi v2.10.0 cmd/vGPUmonitor/feedback.go:143, Observe
+# 103-133) and the limiter starts with an empty budget (watcher.c:221, 243-251). Two monitor
+# periods.
+WARMUP_SECONDS = 10.0
+# How long each TC-12 run lasts (the warm-up included).
+COMPUTE_SECONDS = 45.0
+# The least number of one-second windows a measured phase needs to be judged at all.
+MIN_WINDOW_SAMPLES = 5
+# HAMi's default core policy throttles a container only while another container of the same or
+# higher priority is busy on its card (feedback.go:55-72 CheckPriority, 120-131): alone, it runs
+# unthrottled. TC-12 measures the cap itself, so its limited probe asks for the policy HAMi-core
+# reads to always throttle (GPU_CORE_UTILIZATION_POLICY=force: HAMi-core
+# src/multiprocess/multiprocess_memory_limit.c:1045-1055, 1314-1320).
+CORE_POLICY_ENV = "GPU_CORE_UTILIZATION_POLICY"
+FORCE_CORE_POLICY = "force"
+# TC-14's two shares of one card. Not 50 / 50: two unthrottled processes also split a card about
+# evenly (the driver time-slices them), so an even split cannot tell HAMi's enforcement from no
+# enforcement; 70 / 30 can.
+INTERFERENCE_SHARES = (70, 30)
+# TC-14: the first probe runs alone this long before its neighbour starts; each probe runs
+# INTERFERENCE_SECONDS, so the second also runs alone after the first ends.
+INTERFERENCE_ALONE_SECONDS = 25.0
+INTERFERENCE_SECONDS = 80.0
+# Windows ignored after a neighbour starts or stops (the monitor's switch follows within 5 s).
+SETTLE_SECONDS = 10.0
+# What each compute probe asks for, MiB: its context and a small output buffer.
+COMPUTE_POD_MEMORY_MIB = 1024
+
+# --------------------------------------------------------------------- TC-13 reclamation
+
+# The "hog" asks this fraction of the card's memory and really holds all of it but a headroom
+# for its context; the waiter asks what is left plus WAITER_EXCESS_MIB, so it cannot fit while
+# the hog is counted and fits once it is not.
+HOG_FRACTION = 0.75
+HOG_HEADROOM_MIB = 1024
+WAITER_EXCESS_MIB = 1024
+RECLAIM_CORES = 10
+# How long the exiting hog holds its memory before its process ends by itself.
+HOG_SECONDS = 45.0
+# From the hog's end (process exit or deletion) to the waiter's binding. HAMi drops a pod's
+# shares when it ends or is deleted (HAMi v2.10.0 pkg/scheduler/scheduler.go:173-189 onUpdatePod
+# on a terminated pod, 226 onDelPod); kube-scheduler retries an unschedulable pod after a cluster
+# event with a backoff of at most 10 s; HAMi's node lock (nodeLockTimeout) only matters if
+# another bind is in flight.
+RECLAIM_BIND_SECONDS = 120.0
+
+# ------------------------------------------------------------------------- TC-15 recovery
+
+# From deleting HAMi's device-plugin pod to its replacement serving again (ready, the card
+# re-registered, nvidia.com/gpu allocatable back): the DaemonSet recreates the pod, the plugin
+# registers with the kubelet and writes the node annotation at start-up and then every 30 s
+# (pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go:312-350).
+PLUGIN_RECOVERY_SECONDS = 300.0
+HOLDER_MEMORY_MIB = 2048
+HOLDER_HOLD_MIB = 1024
+HOLD_INTERVAL_SECONDS = 2.0
+# Heartbeats the holder must print after the restart (each touches its memory with a kernel).
+HOLDER_BEATS_AFTER_RESTART = 3
+NEWCOMER_MEMORY_MIB = 1024
+SMALL_CORES = 10
+
+# ------------------------------------------------------------------------------- all tests
+
+# Creation -> a probe pod running: image pull on first use and HAMi's bind included.
+PROBE_START_SECONDS = 300.0
+# What a bounded probe may take beyond its own run time (nvidia-smi, driver start-up, logs).
+PROBE_SLACK_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class GpuPlan:
+    """The pool TC-11 ... TC-15 run on: the first with real NVIDIA GPUs (``deviceMode: nvidia``)."""
+
+    tenant: str
+    pool: str
+    card: CardModel  # as declared; the registered card's memory is what the sizes use
+    cards_per_node: int
+    slots_per_card: int
+    replicas: int
+
+    @property
+    def slots_per_node(self) -> int:
+        """nvidia.com/gpu a node must advertise: cards x slots (HAMi's deviceSplitCount)."""
+        return self.cards_per_node * self.slots_per_card
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant,
+            "pool": self.pool,
+            "card": {
+                "model": self.card.name,
+                "memoryMiB": self.card.memory_mib,
+                "coreUnits": self.card.core_units,
+            },
+            "cardsPerNode": self.cards_per_node,
+            "slotsPerCard": self.slots_per_card,
+            "replicas": self.replicas,
+        }
+
+
+def plan_gpu(platform: PlatformConfig) -> GpuPlan | None:
+    """The first tenant pool whose nodes run HAMi's real device plugin on NVIDIA GPUs; None when
+    the stack declares none (then TC-11 ... TC-15 skip)."""
+    for tenant in platform.tenants:
+        for pool in tenant.worker_pools:
+            if platform.tenant_device_mode(pool) != "nvidia":
+                continue
+            cards = pool.resolved_cards()
+            if not cards:
+                continue
+            return GpuPlan(
+                tenant=tenant.name,
+                pool=pool.name,
+                card=cards[0][0],
+                cards_per_node=sum(count for _, count in cards),
+                slots_per_card=pool.slots_per_card,
+                replicas=pool.replicas,
+            )
+    return None
+
+
+def no_gpu_pool_reason(stack: str) -> str:
+    """The one-line skip reason when the stack declares no real GPU pool."""
+    return (
+        f"stack {stack!r} declares no worker pool with deviceMode: nvidia: runtime GPU isolation "
+        "(TC-11 ... TC-15) needs real NVIDIA GPUs; the lab's mock devices run no CUDA"
+    )
+
+
+# --------------------------------------------------------------------------------- sizes
+
+
+def memory_cap_mib(card_memory_mib: int) -> int:
+    """TC-11's cap: MEMORY_CAP_MIB, or a quarter of a card smaller than four times that."""
+    return min(MEMORY_CAP_MIB, card_memory_mib // 4)
+
+
+def memory_guard_mib(card_memory_mib: int) -> int:
+    """Where the memory probe stops by itself: MEMORY_GUARD_MIB above the cap, within the card."""
+    cap = memory_cap_mib(card_memory_mib)
+    return min(cap + MEMORY_GUARD_MIB, card_memory_mib)
+
+
+@dataclass(frozen=True)
+class ReclaimSizes:
+    """TC-13 on one card: the hog's request and what it holds, and the waiter's request."""
+
+    hog_mib: int
+    hog_hold_mib: int
+    waiter_mib: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "hogMiB": self.hog_mib,
+            "hogHoldsMiB": self.hog_hold_mib,
+            "waiterMiB": self.waiter_mib,
+        }
+
+
+def reclaim_sizes(card_memory_mib: int) -> ReclaimSizes:
+    """The hog takes HOG_FRACTION of the card; the waiter asks one WAITER_EXCESS_MIB more than the
+    rest, so hog + waiter > card >= waiter (a card of 81920 MiB: 61440 + 21504)."""
+    hog = int(card_memory_mib * HOG_FRACTION)
+    waiter = card_memory_mib - hog + WAITER_EXCESS_MIB
+    return ReclaimSizes(hog_mib=hog, hog_hold_mib=max(hog - HOG_HEADROOM_MIB, 0), waiter_mib=waiter)
+
+
+def sharing_problem(slots_per_card: int, needed: int, what: str) -> str | None:
+    """Why a scenario needing ``needed`` pods on one card cannot run (None when it can)."""
+    if slots_per_card >= needed:
+        return None
+    return f"{what} needs {needed} pods on one card but the pool's slotsPerCard is {slots_per_card}"

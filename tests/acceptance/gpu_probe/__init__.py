@@ -1,0 +1,1 @@
+"""The GPU probe shipped to the pods (project code, standard library only)."""

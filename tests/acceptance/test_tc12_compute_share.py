@@ -1,0 +1,92 @@
+"""TC-12 (real GPUs): HAMi-core holds a pod to its compute share.
+
+On the GPU pool's card (free when the test starts), the probe runs one fixed kernel in batches
+for ``COMPUTE_SECONDS``, twice, one run after the other on the same card: unrestricted
+(``gpucores: 100``, which HAMi-core's limiter never throttles) and limited
+(``gpucores: COMPUTE_SHARE_CORES``, 30). Passes when the limited run's steady throughput
+(kernels per second after ``WARMUP_SECONDS``) is ``cores`` % of the unrestricted run's within
+``COMPUTE_SHARE_TOLERANCE`` (its reason in gpu_plan.py).
+
+The limited probe runs with ``GPU_CORE_UTILIZATION_POLICY=force``: under HAMi's default policy a
+pod alone on its card is not throttled at all (the vGPU monitor switches its limiter off while no
+other container of its priority is busy on the card; see ``gpu_plan.CORE_POLICY_ENV``), which is
+what TC-14 measures.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.acceptance.gpu_judges import judge_compute_share
+from tests.acceptance.gpu_live import (
+    GpuTarget,
+    busy_card_problem,
+    probe_body,
+    probe_namespace,
+    run_probe,
+)
+from tests.acceptance.gpu_plan import (
+    COMPUTE_POD_MEMORY_MIB,
+    COMPUTE_SECONDS,
+    COMPUTE_SHARE_CORES,
+    CORE_POLICY_ENV,
+    FORCE_CORE_POLICY,
+    UNRESTRICTED_CORES,
+    GpuPlan,
+)
+from tests.acceptance.gpu_workloads import compute_args
+from tests.acceptance.live import LiveStack
+from tests.acceptance.report import Evidence
+
+pytestmark = [pytest.mark.live, pytest.mark.timeout(1200)]
+
+
+@pytest.mark.tc("TC-12")
+def test_tc12_compute_share_holds(
+    live: LiveStack, gpu_plan: GpuPlan, gpu_target: GpuTarget, evidence: Evidence
+) -> None:
+    cluster = gpu_target.cluster
+    evidence.record("target", gpu_target.as_dict())
+    busy = busy_card_problem(cluster, gpu_target.node, gpu_target.card.uuid)
+    if busy is not None:
+        pytest.fail(busy, pytrace=False)
+    with probe_namespace(cluster, live.run_id) as namespace:
+        unrestricted = run_probe(
+            cluster,
+            namespace,
+            probe_body(
+                gpu_target,
+                live.run_id,
+                "compute-unrestricted",
+                compute_args(COMPUTE_SECONDS),
+                memory_mib=COMPUTE_POD_MEMORY_MIB,
+                cores=UNRESTRICTED_CORES,
+            ),
+            COMPUTE_SECONDS,
+        )
+        limited = run_probe(
+            cluster,
+            namespace,
+            probe_body(
+                gpu_target,
+                live.run_id,
+                "compute-limited",
+                compute_args(COMPUTE_SECONDS),
+                memory_mib=COMPUTE_POD_MEMORY_MIB,
+                cores=COMPUTE_SHARE_CORES,
+                env={CORE_POLICY_ENV: FORCE_CORE_POLICY},
+            ),
+            COMPUTE_SECONDS,
+        )
+    verdict = judge_compute_share(limited.run, unrestricted.run, cores=COMPUTE_SHARE_CORES)
+    problems = unrestricted.problems + limited.problems + verdict.problems
+    evidence.record("pods", [unrestricted.as_dict(), limited.as_dict()])
+    evidence.record("compute", verdict.facts)
+    facts = verdict.facts
+    evidence.summary(
+        f"gpucores {COMPUTE_SHARE_CORES} ({FORCE_CORE_POLICY}) vs 100 on {gpu_target.card.uuid}: "
+        f"{facts.get('limitedKernelsPerSecond')} / {facts.get('unrestrictedKernelsPerSecond')} "
+        f"kernels/s = ratio {facts.get('ratio')} (expected {COMPUTE_SHARE_CORES / 100:.2f} "
+        f"+/- {facts.get('tolerance')})"
+    )
+    assert not problems, "; ".join(problems)
