@@ -240,6 +240,8 @@ def judge_memory_cap(
         )
     if meminfo is None:
         problems.append(f"{run.pod}: no meminfo line")
+    elif "error" in meminfo:
+        problems.append(f"cuMemGetInfo inside failed: {meminfo.get('error')}")
     else:
         facts["cuMemGetInfoTotalMiB"] = meminfo.get("totalMiB")
         if meminfo.get("totalMiB") != cap_mib:

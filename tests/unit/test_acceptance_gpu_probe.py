@@ -201,6 +201,28 @@ def test_memory_probe_reports_another_cuda_error_and_the_judge_fails_it() -> Non
     assert "not CUDA_ERROR_OUT_OF_MEMORY" in gj.judge_memory_cap(run, cap_mib=4096).explain()
 
 
+class PastTheLimit(FakeDriver):
+    """HAMi-core's cuMemGetInfo_v2 answers CUDA_ERROR_INVALID_VALUE once usage passed the limit
+    (src/cuda/memory.c:499-501)."""
+
+    def memory_info(self) -> tuple[int, int]:
+        raise probe.CudaError("cuMemGetInfo_v2", 1, "CUDA_ERROR_INVALID_VALUE")
+
+
+@pytest.mark.usefixtures("under_hami")
+def test_memory_probe_still_reports_when_hami_core_refuses_the_memory_query() -> None:
+    code, run = run_main(MEMORY_ARGV, PastTheLimit(cap_mib=None))
+    assert code == 0
+    assert run.last("meminfo") == {
+        "kind": "meminfo",
+        "error": "CUDA_ERROR_INVALID_VALUE",
+        "code": 1,
+    }
+    text = gj.judge_memory_cap(run, cap_mib=4096).explain()
+    assert "cuMemGetInfo inside failed: CUDA_ERROR_INVALID_VALUE" in text
+    assert "cap exceeded" in text
+
+
 def test_probe_exits_1_with_an_error_line_when_cuda_fails() -> None:
     code, run = run_main(["info"], FakeDriver(cap_mib=4096, fail_on="cuInit"))
     assert code == 1

@@ -392,8 +392,11 @@ def memory_mode(
             emit(alloc_line(step, total_mib, None), out)
         if stopped == "error":
             break
-    free, total = driver.memory_info()
-    emit({"kind": "meminfo", "freeMiB": free / MIB, "totalMiB": total / MIB}, out)
+    try:
+        free, total = driver.memory_info()
+        emit({"kind": "meminfo", "freeMiB": free / MIB, "totalMiB": total / MIB}, out)
+    except CudaError as exc:  # HAMi-core answers INVALID_VALUE when usage is past the limit
+        emit({"kind": "meminfo", "error": exc.name, "code": exc.code}, out)
     emit(smi("after", run), out)
     emit(
         {
