@@ -46,6 +46,7 @@ import pulumi_kubernetes as k8s
 
 from components import resource_names
 from components.config import PlatformConfig, Tenant
+from components.k8s_objects import typed_object
 from components.lab import kube_proxy, mock_device_plugin
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, LAB_ONLY_LABEL
 from components.management_cluster import ManagementCluster
@@ -599,48 +600,33 @@ class GpuTenant(pulumi.ComponentResource):
             )
         objects = kube_proxy.manifests(self._platform.kubernetes_version, self._labels)
         name = f"{self._name}-kube-proxy"
-        account = k8s.core.v1.ServiceAccount(
-            f"{name}-account",
-            metadata=objects["serviceAccount"]["metadata"],
-            opts=self._in_tenant(),
-        )
-        binding = k8s.rbac.v1.ClusterRoleBinding(
+        account = typed_object(f"{name}-account", objects["serviceAccount"], self._in_tenant())
+        binding = typed_object(
             f"{name}-binding",
-            metadata=objects["clusterRoleBinding"]["metadata"],
-            role_ref=objects["clusterRoleBinding"]["roleRef"],
-            subjects=objects["clusterRoleBinding"]["subjects"],
-            opts=self._in_tenant(depends_on=[account]),
+            objects["clusterRoleBinding"],
+            self._in_tenant(depends_on=[account]),
         )
-        role = k8s.rbac.v1.Role(
-            f"{name}-config-reader",
-            metadata=objects["role"]["metadata"],
-            rules=objects["role"]["rules"],
-            opts=self._in_tenant(),
-        )
-        k8s.rbac.v1.RoleBinding(
+        role = typed_object(f"{name}-config-reader", objects["role"], self._in_tenant())
+        typed_object(
             f"{name}-config-reader-binding",
-            metadata=objects["roleBinding"]["metadata"],
-            role_ref=objects["roleBinding"]["roleRef"],
-            subjects=objects["roleBinding"]["subjects"],
-            opts=self._in_tenant(depends_on=[role]),
+            objects["roleBinding"],
+            self._in_tenant(depends_on=[role]),
         )
         pod_cidr = self._tenant.network.pod_cidr
-        config = k8s.core.v1.ConfigMap(
+        config = typed_object(
             f"{name}-config",
-            metadata=objects["configMap"]["metadata"],
+            objects["configMap"],
+            self._in_tenant(),
             data=self._address.apply(
                 lambda address: kube_proxy.config_map_data(
                     pod_cidr, f"https://{address}:{API_SERVER_PORT}"
                 )
             ),
-            opts=self._in_tenant(),
         )
-        return k8s.apps.v1.DaemonSet(
-            name,
-            metadata=objects["daemonSet"]["metadata"],
-            spec=objects["daemonSet"]["spec"],
-            opts=self._in_tenant(depends_on=[binding, config]),
+        daemon_set: k8s.apps.v1.DaemonSet = typed_object(
+            name, objects["daemonSet"], self._in_tenant(depends_on=[binding, config])
         )
+        return daemon_set
 
     def _lab_mock_device_plugin(self, after: Sequence[pulumi.Resource]) -> k8s.apps.v1.DaemonSet:
         """LAB_ONLY: HAMi's mock device plugin with a device config it can decode, in place of
@@ -653,40 +639,28 @@ class GpuTenant(pulumi.ComponentResource):
         )
         name = f"{self._name}-mock-device-plugin"
         namespace = self._namespaces[HAMI_NAMESPACE]
-        account = k8s.core.v1.ServiceAccount(
-            f"{name}-account",
-            metadata=objects["serviceAccount"]["metadata"],
-            opts=self._in_tenant(depends_on=[namespace]),
+        account = typed_object(
+            f"{name}-account", objects["serviceAccount"], self._in_tenant(depends_on=[namespace])
         )
-        role = k8s.rbac.v1.ClusterRole(
-            f"{name}-role",
-            metadata=objects["clusterRole"]["metadata"],
-            rules=objects["clusterRole"]["rules"],
-            opts=self._in_tenant(),
-        )
-        binding = k8s.rbac.v1.ClusterRoleBinding(
+        role = typed_object(f"{name}-role", objects["clusterRole"], self._in_tenant())
+        binding = typed_object(
             f"{name}-binding",
-            metadata=objects["clusterRoleBinding"]["metadata"],
-            role_ref=objects["clusterRoleBinding"]["roleRef"],
-            subjects=objects["clusterRoleBinding"]["subjects"],
-            opts=self._in_tenant(depends_on=[role, account]),
+            objects["clusterRoleBinding"],
+            self._in_tenant(depends_on=[role, account]),
         )
-        config = k8s.core.v1.ConfigMap(
-            f"{name}-config",
-            metadata=objects["configMap"]["metadata"],
-            data=objects["configMap"]["data"],
-            opts=self._in_tenant(depends_on=[namespace]),
+        config = typed_object(
+            f"{name}-config", objects["configMap"], self._in_tenant(depends_on=[namespace])
         )
         timeout = f"{release_timeout_seconds(self._platform.mode)}s"
-        return k8s.apps.v1.DaemonSet(
+        daemon_set: k8s.apps.v1.DaemonSet = typed_object(
             name,
-            metadata=objects["daemonSet"]["metadata"],
-            spec=objects["daemonSet"]["spec"],
-            opts=self._in_tenant(
+            objects["daemonSet"],
+            self._in_tenant(
                 depends_on=[binding, config, *after],
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
             ),
         )
+        return daemon_set
 
     def _tenant_namespace(self, namespace: str, extra_labels: dict[str, str]) -> pulumi.Resource:
         return k8s.core.v1.Namespace(

@@ -39,6 +39,7 @@ from components.gpu_inventory import (
     pool_inventory,
 )
 from components.gpu_tenant import GpuTenant
+from components.k8s_objects import typed_object
 from components.lab import docker_host
 from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TENANT_LABEL
 from components.management_cluster import ManagementCluster
@@ -284,43 +285,31 @@ class GpuWorkerPool(pulumi.ComponentResource):
             PINNED.completer_image,
             identity,
         )
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-completer-namespace",
-            metadata=manifests["namespace"]["metadata"],
-            opts=self._in_tenant(),
+        namespace = typed_object(
+            f"{name}-completer-namespace", manifests["namespace"], self._in_tenant()
         )
-        account = k8s.core.v1.ServiceAccount(
+        account = typed_object(
             f"{name}-completer-account",
-            metadata=manifests["serviceAccount"]["metadata"],
-            opts=self._in_tenant(depends_on=[namespace]),
+            manifests["serviceAccount"],
+            self._in_tenant(depends_on=[namespace]),
         )
-        role = k8s.rbac.v1.ClusterRole(
-            f"{name}-completer-role",
-            metadata=manifests["clusterRole"]["metadata"],
-            rules=manifests["clusterRole"]["rules"],
-            opts=self._in_tenant(),
-        )
-        binding = k8s.rbac.v1.ClusterRoleBinding(
+        role = typed_object(f"{name}-completer-role", manifests["clusterRole"], self._in_tenant())
+        binding = typed_object(
             f"{name}-completer-binding",
-            metadata=manifests["clusterRoleBinding"]["metadata"],
-            role_ref=manifests["clusterRoleBinding"]["roleRef"],
-            subjects=manifests["clusterRoleBinding"]["subjects"],
-            opts=self._in_tenant(depends_on=[role, account]),
+            manifests["clusterRoleBinding"],
+            self._in_tenant(depends_on=[role, account]),
         )
-        script = k8s.core.v1.ConfigMap(
+        script = typed_object(
             f"{name}-completer-script",
-            metadata=manifests["configMap"]["metadata"],
-            data=manifests["configMap"]["data"],
-            opts=self._in_tenant(depends_on=[namespace]),
+            manifests["configMap"],
+            self._in_tenant(depends_on=[namespace]),
         )
-        return k8s.apps.v1.Deployment(
+        completer: k8s.apps.v1.Deployment = typed_object(
             f"{name}-completer",
-            metadata=manifests["deployment"]["metadata"],
-            spec=manifests["deployment"]["spec"],
-            opts=self._in_tenant(
-                depends_on=[account, binding, script, *nodes, *args.tenant.ready],
-            ),
+            manifests["deployment"],
+            self._in_tenant(depends_on=[account, binding, script, *nodes, *args.tenant.ready]),
         )
+        return completer
 
     # ---------------------------------------------------------------------------------- prod
 
