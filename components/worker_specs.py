@@ -243,6 +243,18 @@ def rollout_strategy(
     return {"strategy": {"type": "RollingUpdate", "rollingUpdate": dict(chosen)}}
 
 
+# How long Cluster API drains a Machine's node before deleting it anyway. The default, 0, drains
+# without limit (cluster-api v1.13.5 internal/controllers/machine/machine_controller.go:712-726),
+# and a tenant's drain cannot end on its own: tigera-operator and Calico's typha tolerate every
+# NoSchedule taint, the cordon included (calico v3.32.1 charts/tigera-operator/values.yaml:123-127),
+# so their pods are recreated on the node being drained, and the drain filters do not skip them
+# (drain/filters.go; kubernetes-sigs/cluster-api#6894). Since pools are deleted while the control
+# plane still runs (so the drain is not skipped, machine_controller.go:749-816), destroying a
+# one-node pool, or rolling it with maxSurge 0, would wait forever. Ten minutes leaves the
+# evictions that do end time to finish, well inside CAPI_DELETE_TIMEOUT.
+NODE_DRAIN_TIMEOUT_SECONDS = 600
+
+
 def machine_deployment(
     name: str,
     namespace: str,
@@ -288,6 +300,7 @@ def machine_deployment(
                         "kind": infrastructure_template["kind"],
                         "name": infrastructure_template["metadata"]["name"],
                     },
+                    "deletion": {"nodeDrainTimeoutSeconds": NODE_DRAIN_TIMEOUT_SECONDS},
                 },
             },
         },

@@ -126,6 +126,17 @@ def test_the_control_plane_outlives_the_pools_on_destroy(prod: Recording) -> Non
         assert cluster.urn in closure, deployment.name
 
 
+def test_a_nodes_drain_is_bounded_so_destroy_and_rollouts_end(prod: Recording) -> None:
+    """Pools go while the control plane runs, so Cluster API drains their nodes for real; with
+    its default (no limit) the drain of a one-node pool never ends, because tigera-operator
+    tolerates the cordon and comes back. The bound must also end before Pulumi stops waiting."""
+    for deployment in prod.of_type(MACHINE_DEPLOYMENT):
+        deletion = deployment.inputs["spec"]["template"]["spec"].get("deletion") or {}
+        drain = deletion.get("nodeDrainTimeoutSeconds")
+        assert drain, deployment.name
+        assert drain < _seconds(deployment.options["custom_timeouts"]["delete"]), deployment.name
+
+
 # ------------------------------------------------------------ where the BareMetalHosts live
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
