@@ -156,6 +156,12 @@ def hami_values(
         device_plugin["runtimeClassName"] = NVIDIA_RUNTIME_CLASS
         # Wait for the GPU Operator's toolkit validation before registering devices.
         device_plugin["gpuOperatorToolkitReady"] = {"enabled": True}
+        # Containers that ask HAMi for no GPU get NVIDIA_VISIBLE_DEVICES=none from the webhook
+        # (HAMi v2.10.0 pkg/device/nvidia/device.go:380-385), so even a pod that names the nvidia
+        # RuntimeClass itself sees no card HAMi has not counted (see TOOLKIT_NOT_DEFAULT_RUNTIME).
+        scheduler_extra = {"overwriteEnv": "true"}
+    else:
+        scheduler_extra = {}
     if split_count is not None:
         device_plugin["deviceSplitCount"] = split_count
     values: dict[str, Any] = {
@@ -172,6 +178,7 @@ def hami_values(
                 "failurePolicy": hami.webhook_failure_policy,
                 "whitelistNamespaces": list(excluded_namespaces),
             },
+            **scheduler_extra,
         },
         "devicePlugin": device_plugin,
     }
@@ -293,16 +300,33 @@ def driver_repositories_configmap(driver: GpuDriver) -> dict[str, Any] | None:
     }
 
 
+# With CDI off the operator no longer tells the toolkit installer to leave ``nvidia`` out of the
+# default runtime (gpu-operator v26.7.0 controllers/object_controls.go:1264-1270 sets
+# NVIDIA_RUNTIME_SET_AS_DEFAULT=false only when CDI is on), and the installer's default is to
+# make it the default (nvidia-container-toolkit v1.20.0 cmd/nvidia-ctk-installer/container/
+# runtime/runtime.go:33, 112-117); the runtime honours NVIDIA_VISIBLE_DEVICES from unprivileged
+# containers (api/config/v1/config.go:105), so any pod of an image that sets it to ``all`` (every
+# CUDA base image) would get every GPU of the node, uncapped and uncounted by HAMi. Kept off: the
+# runtime then serves only pods with ``runtimeClassName: nvidia`` — the operator's own operands on
+# containerd (object_controls.go setRuntimeClassName), HAMi's device plugin, and the GPU pods
+# HAMi's webhook gives that class (HAMi v2.10.0 pkg/device/nvidia/device.go:373-377). User env is
+# applied after the operator's (object_controls.go:1359-1363).
+TOOLKIT_NOT_DEFAULT_RUNTIME = MappingProxyType(
+    {"name": "NVIDIA_RUNTIME_SET_AS_DEFAULT", "value": "false"}
+)
+
+
 def gpu_operator_values(driver: GpuDriver | None = None) -> dict[str, Any]:
     """Values for the NVIDIA GPU Operator (prod): driver (``gpu_driver_values``) and container
-    toolkit from the operator, its device plugin off (HAMi's takes its place), runtime class
-    named as HAMi expects, CDI off so that the ``nvidia`` runtime resolves HAMi's envvar device
-    list (``gpu_operator_cdi``)."""
+    toolkit from the operator, the ``nvidia`` runtime only for pods that name it
+    (``TOOLKIT_NOT_DEFAULT_RUNTIME``), its device plugin off (HAMi's takes its place), runtime
+    class named as HAMi expects, CDI off so that the ``nvidia`` runtime resolves HAMi's envvar
+    device list (``gpu_operator_cdi``)."""
     return {
         "operator": {"runtimeClass": NVIDIA_RUNTIME_CLASS},
         "cdi": gpu_operator_cdi(),
         "driver": gpu_driver_values(driver if driver is not None else GpuDriver()),
-        "toolkit": {"enabled": True},
+        "toolkit": {"enabled": True, "env": [dict(TOOLKIT_NOT_DEFAULT_RUNTIME)]},
         "devicePlugin": {"enabled": False},
     }
 

@@ -240,8 +240,13 @@ def test_a_wrong_value_is_caught_on_the_lab(
     [
         ({"devicePlugin": {"enabled": True}}, "the GPU Operator's device plugin is not disabled"),
         ({"cdi": {"enabled": True}}, "GPU Operator CDI on with HAMi's device-list strategy envvar"),
+        (
+            {"toolkit": {"env": []}},
+            "with CDI off the nvidia runtime becomes the default, so pods that ask HAMi for no "
+            "GPU get every GPU (set NVIDIA_RUNTIME_SET_AS_DEFAULT=false)",
+        ),
     ],
-    ids=["device-plugin-on", "cdi-on"],
+    ids=["device-plugin-on", "cdi-on", "nvidia-default-runtime"],
 )
 def test_a_wrong_gpu_operator_value_is_caught_on_prod(
     prod: RenderedStack,

@@ -337,8 +337,9 @@ def calico_pool(stack: RenderedStack, platform: Platform) -> list[str]:
 
 def gpu_operator(stack: RenderedStack, platform: Platform) -> list[str]:
     """Where pools use real GPUs: the GPU Operator's device plugin is off (HAMi's takes its
-    place) and the operator's CDI setting agrees with HAMi's device-list strategy (CDI on needs a
-    ``cdi-*`` strategy; HAMi's default ``envvar`` needs CDI off)."""
+    place), the operator's CDI setting agrees with HAMi's device-list strategy (CDI on needs a
+    ``cdi-*`` strategy; HAMi's default ``envvar`` needs CDI off), and the ``nvidia`` runtime is
+    not every container's default."""
     problems: list[str] = []
     for cluster in tenant_clusters(stack):
         if "nvidia" not in pool_modes(platform, tenant_config(platform, cluster.name)):
@@ -370,6 +371,18 @@ def gpu_operator(stack: RenderedStack, platform: Platform) -> list[str]:
                     f"{cluster.name}: GPU Operator CDI {'on' if cdi else 'off'} with HAMi's "
                     f"device-list strategy {strategy}"
                 )
+        # With CDI off the toolkit makes nvidia the default runtime unless told not to
+        # (gpu-operator v26.7.0 controllers/object_controls.go:1264-1270): then every container
+        # whose image sets NVIDIA_VISIBLE_DEVICES=all gets all GPUs, uncounted by HAMi.
+        toolkit_env = {
+            str(e.get("name")): str(e.get("value"))
+            for e in (spec.get("toolkit") or {}).get("env") or []
+        }
+        if not cdi and toolkit_env.get("NVIDIA_RUNTIME_SET_AS_DEFAULT") != "false":
+            problems.append(
+                f"{cluster.name}: with CDI off the nvidia runtime becomes the default, so pods "
+                "that ask HAMi for no GPU get every GPU (set NVIDIA_RUNTIME_SET_AS_DEFAULT=false)"
+            )
     return problems
 
 

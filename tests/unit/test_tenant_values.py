@@ -212,8 +212,22 @@ def test_split_count_only_when_the_pools_agree() -> None:
 def test_gpu_operator_brings_driver_and_toolkit_but_not_its_device_plugin() -> None:
     values = gpu_operator_values()
     assert values["driver"] == {"enabled": True}
-    assert values["toolkit"] == {"enabled": True}
+    # The nvidia runtime is not made the default: only pods that name it get GPUs.
+    assert values["toolkit"] == {
+        "enabled": True,
+        "env": [{"name": "NVIDIA_RUNTIME_SET_AS_DEFAULT", "value": "false"}],
+    }
     assert values["devicePlugin"] == {"enabled": False}
+
+
+def test_hami_hides_the_gpus_from_containers_that_ask_for_none_where_gpus_are_real() -> None:
+    common = {
+        "kubernetes_version": "v1.35.0",
+        "hami": HamiSettings(),
+        "excluded_namespaces": ["kube-system"],
+    }
+    assert hami_values(modes={"nvidia"}, **common)["scheduler"]["overwriteEnv"] == "true"
+    assert "overwriteEnv" not in hami_values(modes={"mock"}, **common)["scheduler"]
 
 
 # ----------------------------------------------------------------------------------- Calico
