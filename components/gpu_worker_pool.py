@@ -152,7 +152,8 @@ class GpuWorkerPool(pulumi.ComponentResource):
 
         # kind's host-dependent node arguments (/dev/mapper, --userns=host, /dev/fuse, the
         # proxy), decided from `docker info` and this process's environment as kind decides them.
-        host = docker_host.node_options(docker_host.docker_host(docker_host.read_docker_info()))
+        facts = docker_host.read_docker_info(dry_run=pulumi.runtime.is_dry_run())
+        host = docker_host.node_options(docker_host.docker_host(facts))
         for reason in host.reasons:
             pulumi.log.info(f"pool {pool.name}: worker containers get {reason}", resource=self)
         proxy = docker_host.proxy_settings(os.environ)

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pulumi
+
 DOCKER_INFO_ENV = "GPU_PLATFORM_DOCKER_INFO"
 DEV_MAPPER = "/dev/mapper"
 FUSE = "/dev/fuse"
@@ -149,11 +151,22 @@ def proxy_envs(proxy: Mapping[str, str], direct: Sequence[str]) -> list[str]:
 # ------------------------------------------------------------------------------- impure
 
 
+class DockerInfoError(pulumi.RunError):
+    """``docker info`` did not answer during ``pulumi up`` (one line, with what to do)."""
+
+
 def read_docker_info(
-    environ: Mapping[str, str] | None = None, timeout: float = 20.0
+    environ: Mapping[str, str] | None = None,
+    timeout: float = 20.0,
+    dry_run: bool = True,
+    docker: Sequence[str] = ("docker",),
 ) -> dict[str, Any] | None:
-    """``docker info`` as JSON, or None when Docker does not answer (preview on a machine without
-    Docker: the containers are then planned without host options)."""
+    """``docker info`` as JSON, or None when Docker does not answer during a preview (a machine
+    without Docker: the containers are then planned without host options).
+
+    During ``pulumi up`` (``dry_run`` false) no answer is an error: planning the containers
+    without the host's options would change their ForceNew inputs (mounts, devices, userns) and
+    replace, re-join and re-patch every worker — or create ones that cannot start."""
     environ = os.environ if environ is None else environ
     if DOCKER_INFO_ENV in environ:
         path = environ[DOCKER_INFO_ENV]
@@ -161,20 +174,30 @@ def read_docker_info(
             return None
         data = json.loads(Path(path).read_text())
         return data if isinstance(data, dict) else None
+    problem = ""
+    data = None
     try:
         proc = subprocess.run(
-            ["docker", "info", "--format", "{{json .}}"],
+            [*docker, "info", "--format", "{{json .}}"],
             capture_output=True,
             text=True,
             timeout=timeout,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    try:
-        data = json.loads(proc.stdout)
+        if proc.returncode != 0:
+            problem = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        else:
+            data = json.loads(proc.stdout)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        problem = str(error)
     except json.JSONDecodeError:
+        problem = "its output is not JSON"
+    if isinstance(data, dict):
+        return data
+    if dry_run:
         return None
-    return data if isinstance(data, dict) else None
+    raise DockerInfoError(
+        f"`docker info` did not answer ({problem or 'no JSON object'}): the lab's worker "
+        "containers are planned from the host's storage driver, user namespaces and rootless "
+        "mode; check that Docker runs and run `pulumi up` again"
+    )

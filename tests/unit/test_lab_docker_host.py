@@ -98,3 +98,25 @@ def test_docker_info_can_be_given_as_a_file_or_as_nothing(tmp_path: Path) -> Non
         sample.read_text()
     )
     assert docker_host.read_docker_info({docker_host.DOCKER_INFO_ENV: ""}) is None
+
+
+def _fake_docker(tmp_path: Path, script: str) -> list[str]:
+    fake = tmp_path / "docker"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
+    fake.chmod(0o755)
+    return [str(fake)]
+
+
+def test_no_answer_from_docker_plans_without_host_options_only_in_preview(
+    tmp_path: Path,
+) -> None:
+    """During `pulumi up` the host's options must be known: without them the workers' ForceNew
+    inputs change and every worker is replaced (or cannot start)."""
+    down = _fake_docker(tmp_path, "echo 'Cannot connect to the Docker daemon' >&2; exit 1")
+    assert docker_host.read_docker_info({}, dry_run=True, docker=down) is None
+    with pytest.raises(docker_host.DockerInfoError, match="Cannot connect to the Docker daemon"):
+        docker_host.read_docker_info({}, dry_run=False, docker=down)
+    sample = (SAMPLES / "docker-info-btrfs.json").read_text()
+    (tmp_path / "info.json").write_text(sample)
+    up = _fake_docker(tmp_path, f"cat {tmp_path / 'info.json'}")
+    assert docker_host.read_docker_info({}, dry_run=False, docker=up) == json.loads(sample)
