@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components.catalog import CARD_CATALOG, CardModel
+from components.lab.mock_device_plugin import MAX_NODE_MEMORY_MIB as MOCK_MAX_NODE_MEMORY_MIB
 from components.lab_network import pool_size_problem, slot_collisions
 from components.versions import PINNED, kind_node_image
 
@@ -935,6 +936,15 @@ class PlatformConfig(_Model):
                     problems.append(f"{key}.machine: prod pools need a Cluster API machine spec")
                 if self.mode == "lab" and pool.machine is not None:
                     problems.append(f"{key}.machine: lab workers are containers; remove machine")
+                if device_mode == "mock":
+                    memory = sum(card.memory_mib * count for card, count in pool.resolved_cards())
+                    if memory > MOCK_MAX_NODE_MEMORY_MIB:
+                        problems.append(
+                            f"{key}.cards: {memory} MiB per node is more than the mock device "
+                            f"plugin can advertise ({MOCK_MAX_NODE_MEMORY_MIB} MiB: one device per "
+                            "MiB in one message to the kubelet); put fewer cards on each node and "
+                            "raise replicas"
+                        )
         if self.mode == "prod":
             for t_index, tenant in enumerate(self.tenants):
                 slots = {pool.slots_per_card for pool in tenant.worker_pools}

@@ -638,18 +638,23 @@ class GpuTenant(pulumi.ComponentResource):
             HAMI_NAMESPACE, PINNED.hami_mock_device_plugin_tag, labels
         )
         name = f"{self._name}-mock-device-plugin"
-        namespace = self._namespaces[HAMI_NAMESPACE]
+        # Every object after HAMi: a lab deployed before this layout had the chart's own mock,
+        # with these names, which Helm removes only on HAMi's upgrade (created earlier, ours
+        # would collide with them: pulumi-kubernetes creates without upsert).
+        first = [self._namespaces[HAMI_NAMESPACE], *after]
         account = typed_object(
-            f"{name}-account", objects["serviceAccount"], self._in_tenant(depends_on=[namespace])
+            f"{name}-account", objects["serviceAccount"], self._in_tenant(depends_on=first)
         )
-        role = typed_object(f"{name}-role", objects["clusterRole"], self._in_tenant())
+        role = typed_object(
+            f"{name}-role", objects["clusterRole"], self._in_tenant(depends_on=first)
+        )
         binding = typed_object(
             f"{name}-binding",
             objects["clusterRoleBinding"],
             self._in_tenant(depends_on=[role, account]),
         )
         config = typed_object(
-            f"{name}-config", objects["configMap"], self._in_tenant(depends_on=[namespace])
+            f"{name}-config", objects["configMap"], self._in_tenant(depends_on=first)
         )
         timeout = f"{release_timeout_seconds(self._platform.mode)}s"
         daemon_set: k8s.apps.v1.DaemonSet = typed_object(

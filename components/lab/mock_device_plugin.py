@@ -48,6 +48,15 @@ CORES_RESOURCE = "nvidia.com/gpucores"
 # The scheduler's memoryFactor (device-configmap.yaml renders 1): the mock must count gpumem in
 # the same unit, or the kubelet would refuse pods HAMi placed.
 MEMORY_FACTOR = 1
+# mock 1.0.1 lists one fake device per advertised unit (one per MiB for gpumem) in a single
+# ListAndWatch message (internal/pkg/mock/server.go:78-96, IDs "mock-devices-id-%d"); the kubelet
+# dials plugins without a message-size option, so gRPC's default 4 MiB receive limit applies
+# (kubelet pkg/kubelet/cm/devicemanager/plugin/v1beta1/client.go, dial). A larger list breaks the
+# stream, the device manager marks the resource unhealthy with 0 devices, and the kubelet refuses
+# every pod HAMi places there. The per-node memory bound keeps the message under the limit
+# (``list_and_watch_bytes``; the limit is crossed near 123,000 devices).
+GRPC_DEFAULT_MAX_RECEIVE_BYTES = 4 * 1024 * 1024
+MAX_NODE_MEMORY_MIB = 120_000
 
 
 def image(tag: str) -> str:
@@ -70,6 +79,27 @@ def device_config() -> dict[str, Any]:
 
 def device_config_text() -> str:
     return yaml.safe_dump(device_config(), sort_keys=False)
+
+
+def _varint_size(value: int) -> int:
+    size = 1
+    while value >= 0x80:
+        value >>= 7
+        size += 1
+    return size
+
+
+def list_and_watch_bytes(devices: int) -> int:
+    """The protobuf size of mock 1.0.1's ListAndWatchResponse for ``devices`` devices (field 1
+    ``ID`` "mock-devices-id-<i>", field 2 ``Health`` "Healthy"; k8s.io/kubelet
+    pkg/apis/deviceplugin/v1beta1/api.proto ``Device``, each a repeated field 1 of the response)."""
+    total = 0
+    health = 1 + _varint_size(len("Healthy")) + len("Healthy")
+    for index in range(devices):
+        name = len(f"mock-devices-id-{index}")
+        device = 1 + _varint_size(name) + name + health
+        total += 1 + _varint_size(device) + device
+    return total
 
 
 def advertised(register: Sequence[Mapping[str, Any]], gpu_capacity: int) -> dict[str, int]:

@@ -528,3 +528,15 @@ def test_objects_inside_a_tenant_go_with_its_control_plane(
                 assert reg.options["deleted_with"] == root.urn, reg.name
                 checked += 1
     assert checked > 0
+
+
+def test_the_labs_mock_device_plugin_comes_entirely_after_hami(evaluated: Evaluated) -> None:
+    """A lab deployed before this layout ran the HAMi chart's own mock under the same names;
+    Helm removes those on HAMi's upgrade, so every object of ours must wait for that release
+    (pulumi-kubernetes creates without upsert: an earlier create collides)."""
+    lab = evaluated("lab", False)
+    for name in _tenants(lab):
+        hami = _release(lab, name, "hami")
+        for part in ("account", "role", "binding", "config"):
+            reg = _named(lab, f"{name}-mock-device-plugin-{part}")
+            assert hami.urn in lab.dependency_closure(reg), (name, part)

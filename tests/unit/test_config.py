@@ -551,3 +551,11 @@ def test_the_lab_takes_no_gpu_driver_settings() -> None:
     raw = stack_platform("lab")
     raw["gpuDriver"] = {"source": "preinstalled"}
     expect_error(raw, "gpuDriver: the lab's GPUs are simulated")
+
+
+def test_a_mock_node_with_more_memory_than_the_mock_can_advertise_is_refused() -> None:
+    """mock 1.0.1 lists one device per MiB; two A100-80GB per node (163,840) would exceed what
+    the kubelet accepts in one message, and the node would advertise no memory at all."""
+    config = stack_platform("lab")
+    config["tenants"][0]["workerPools"][0]["cards"] = [{"model": "A100-80GB", "count": 2}]
+    expect_error(config, "tenants[0].workerPools[0].cards: 163840 MiB per node", "raise replicas")

@@ -110,3 +110,13 @@ def test_it_advertises_memory_cores_and_percentage_from_the_annotation() -> None
 def test_it_advertises_nothing_while_the_gpu_capacity_is_zero() -> None:
     assert set(mock.advertised(_register("A100-80GB", 1), gpu_capacity=0).values()) == {0}
     assert "nvidia.com/gpu" not in mock.advertised(_register("A100-80GB", 1), gpu_capacity=10)
+
+
+def test_the_per_node_memory_bound_keeps_the_device_list_under_grpcs_limit() -> None:
+    """One fake device per MiB in one ListAndWatch message: the bound must fit the kubelet's
+    4 MiB gRPC receive limit, and the limit must really be near it (or the bound is arbitrary)."""
+    limit = mock.GRPC_DEFAULT_MAX_RECEIVE_BYTES
+    assert mock.list_and_watch_bytes(mock.MAX_NODE_MEMORY_MIB) < limit
+    assert mock.list_and_watch_bytes(125_000) > limit
+    # One device: tag + length + ("mock-devices-id-0" and "Healthy", each tagged).
+    assert mock.list_and_watch_bytes(1) == 2 + (2 + len("mock-devices-id-0")) + (2 + 7)
