@@ -28,7 +28,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.acceptance.hami_evidence import EvidenceError, Inventory, RegisteredCard, Verdict
+from tests.acceptance.hami_evidence import (
+    EvidenceError,
+    Inventory,
+    RegisteredCard,
+    Verdict,
+    memory_matches,
+)
 
 MEMORY_LIMIT = "hami_gpu_memory_limit_bytes"
 CORE_LIMIT = "hami_gpu_core_limit_ratio"
@@ -186,7 +192,7 @@ def judge_hami_view(
 ) -> Verdict:
     """TC-02 for one node, from HAMi's side: its scheduler registered exactly the node's cards
     (the UUIDs of the register annotation), each with the memory and cores registered for it, and
-    the cards add up to the declared inventory (memory within ``memory_tolerance`` below)."""
+    the cards add up to the declared inventory (memory: ``memory_matches``)."""
     verdict = Verdict()
     problems = verdict.problems
     verdict.facts = {"node": node, "hamiCards": [c.as_dict() for c in cards]}
@@ -226,11 +232,10 @@ def judge_hami_view(
         problems.append(
             f"{node}: HAMi's scheduler has {len(cards)} cards, {expected.cards} declared"
         )
-    lowest = expected.memory_mib * (1.0 - memory_tolerance)
-    if not (_whole(memory) and lowest <= memory <= expected.memory_mib):
+    mismatch = memory_matches(memory, expected.memory_mib, memory_tolerance)
+    if not _whole(memory) or mismatch is not None:
         problems.append(
-            f"{node}: HAMi's scheduler holds {memory:g} MiB, {expected.memory_mib} MiB declared"
-            + (f" (tolerance {memory_tolerance:.0%} below)" if memory_tolerance else "")
+            f"{node}: HAMi's scheduler holds {memory:g} MiB, {mismatch or 'not whole MiB'}"
         )
     if cores != expected.core_units:
         problems.append(

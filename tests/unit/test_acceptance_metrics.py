@@ -132,12 +132,15 @@ def test_hami_view_judge_fails_on_each_broken_page(variant: dict[str, Any]) -> N
     assert variant["problem"] in verdict.explain()
 
 
-def test_hami_view_memory_tolerance_only_below() -> None:
+def test_hami_view_memory_tolerance_only_above() -> None:
     (card,) = hm.hami_cards(page("tenant-a"))["tenant-a-a100-0"]
+    larger = hm.HamiCard(**{**card.__dict__, "memory_mib": 83_000.0})
+    registered = [he.RegisteredCard(**{**LAB_A_CARDS[0].__dict__, "memory_mib": 83_000})]
+    assert hm.judge_hami_view("n", [larger], registered, LAB_A, memory_tolerance=0.05).ok
+    assert not hm.judge_hami_view("n", [larger], registered, LAB_A).ok
     smaller = hm.HamiCard(**{**card.__dict__, "memory_mib": 81_559.0})
-    registered = [he.RegisteredCard(**{**LAB_A_CARDS[0].__dict__, "memory_mib": 81_559})]
-    assert hm.judge_hami_view("n", [smaller], registered, LAB_A, memory_tolerance=0.10).ok
-    assert not hm.judge_hami_view("n", [smaller], registered, LAB_A).ok
+    fewer = [he.RegisteredCard(**{**LAB_A_CARDS[0].__dict__, "memory_mib": 81_559})]
+    assert not hm.judge_hami_view("n", [smaller], fewer, LAB_A, memory_tolerance=0.05).ok
 
 
 # ---------------------------------------------------------------------- HAMi's quota view
