@@ -779,10 +779,22 @@ class GpuDriver(_Model):
                     f"packageRepositories: {name!r} is not a file name (letters, digits, '-', "
                     "'_', '.')"
                 )
+            if not name.endswith(_REPOSITORY_FILE_SUFFIXES):
+                raise ValueError(
+                    f"packageRepositories: {name!r} would be ignored: the operator mounts each "
+                    "key as a file in the driver container's /etc/apt/sources.list.d or "
+                    "/etc/yum.repos.d, and apt reads only *.list and *.sources files there, "
+                    "yum/dnf/zypper only *.repo; name it e.g. mirror.list"
+                )
         return self
 
 
 # --------------------------------------------------------------------------------- platform
+
+
+# apt reads /etc/apt/sources.list.d/*.list and *.sources (sources.list(5)); yum, dnf and
+# zypper read *.repo from their repository directories (yum.conf(5) reposdir, zypper(8)).
+_REPOSITORY_FILE_SUFFIXES = (".list", ".sources", ".repo")
 
 
 class PlatformConfig(_Model):

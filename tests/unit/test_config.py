@@ -537,6 +537,7 @@ def test_gpu_driver_settings_parse(driver: dict[str, Any]) -> None:
         ({"source": "preinstalled", "version": "595.91.07"}, "remove version"),
         ({"version": "latest"}, "not a driver version"),
         ({"packageRepositories": {"../evil": "x"}}, "is not a file name"),
+        ({"packageRepositories": {"mirror": "deb http://m/ noble main"}}, "would be ignored"),
     ],
 )
 def test_gpu_driver_settings_that_cannot_work_are_refused(
