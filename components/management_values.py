@@ -283,7 +283,13 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
             "cluster-api",
             "capi-system",
             versions.core,
-            ("clusters.cluster.x-k8s.io", "machinedeployments.cluster.x-k8s.io"),
+            (
+                "clusters.cluster.x-k8s.io",
+                "machinedeployments.cluster.x-k8s.io",
+                # Pools with a health check create MachineHealthChecks; the gate is what orders
+                # them after the operator has installed the CRD (it does so asynchronously).
+                "machinehealthchecks.cluster.x-k8s.io",
+            ),
         ),
         CapiProvider(
             "BootstrapProvider",

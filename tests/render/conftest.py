@@ -17,7 +17,7 @@ import pytest
 from tests.support.charts import ChartUnavailableError
 from tests.support.crd_schemas import CelTally
 from tests.support.harness import Recording, load_stack_config
-from tests.support.rendered_stack import RenderedStack, render_stack
+from tests.support.rendered_stack import RenderedStack, UpstreamUnavailableError, render_stack
 from tests.support.upstream import upstream_dir_or_none
 
 CEL_TALLY = pytest.StashKey[CelTally]()
@@ -41,7 +41,7 @@ def rendered(
                 cache[stack] = render_stack(
                     recordings(stack, False), platform_block(stack), upstream_dir_or_none()
                 )
-            except ChartUnavailableError as missing:
+            except (ChartUnavailableError, UpstreamUnavailableError) as missing:
                 cache[stack] = str(missing)
         found = cache[stack]
         if isinstance(found, str):

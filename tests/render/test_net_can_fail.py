@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import copy
 import re
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.versions import PINNED
 from tests.render.conftest import platform_block
@@ -21,7 +23,7 @@ from tests.support import rendered_facts
 from tests.support.charts import chart_source
 from tests.support.crd_schemas import CelTally
 from tests.support.harness import Recording
-from tests.support.render_checks import missing_crds, schema_violations
+from tests.support.render_checks import missing_crds, missing_namespaces, schema_violations
 from tests.support.rendered_stack import RELEASE, PlacedObject, RenderedStack, render_stack
 from tests.support.upstream import upstream_dir_or_none
 
@@ -63,7 +65,10 @@ def _chart_copy(recording: Recording, release: str, tmp_path: Path) -> Path:
     """The release's chart unpacked into ``tmp_path`` for a test to alter."""
     import helm_python
 
-    helm_python.expand(str(tmp_path), str(chart_source(recording.named(release).inputs)))
+    source = chart_source(recording.named(release).inputs)
+    if source.is_dir():
+        return Path(shutil.copytree(source, tmp_path / source.name))
+    helm_python.expand(str(tmp_path), str(source))
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     return root
 
@@ -131,6 +136,60 @@ def test_a_crd_installed_after_its_custom_resource_is_caught(
     assert (
         "its CRD comes from management-metallb (templates), which is not installed before it"
         in (problems[0])
+    )
+
+
+def test_a_custom_resource_waiting_only_for_its_cluster_api_provider_is_caught(
+    prod: RenderedStack, recordings: Callable[[str, bool], Recording]
+) -> None:
+    """The operator installs a provider's CRDs later, asynchronously: a Metal3Cluster that waits
+    for the InfrastructureProvider object but not for the gate that waits for its CRD would be
+    created too early."""
+    early = copy.deepcopy(prod.recording)
+    reg = next(r for r in early.resources if r.inputs.get("kind") == "Metal3Cluster")
+    reg.dependencies = [early.named("management-capi-metal3").urn]
+    reg.property_dependencies = {}
+    problems = [
+        p
+        for p in missing_crds(_render(recordings, "prod", recording=early))
+        if "Metal3Cluster" in p
+    ]
+    assert len(problems) == 1, problems
+    assert "management-capi-metal3 (async)" in problems[0]
+
+
+def test_a_crd_from_a_pre_install_hook_does_not_serve_the_same_releases_templates(
+    lab: RenderedStack, recordings: Callable[[str, bool], Recording], tmp_path: Path
+) -> None:
+    """Helm maps every template before it runs any hook: Kamaji's CRDs moved from crds/ into a
+    pre-install hook would leave its DataStore template unmappable."""
+    chart = _chart_copy(lab.recording, "management-kamaji", tmp_path)
+    hooked = []
+    for crd in sorted((chart / "crds").glob("*.yaml")):
+        for doc in yaml.safe_load_all(crd.read_text()):
+            if isinstance(doc, dict):
+                doc["metadata"].setdefault("annotations", {})["helm.sh/hook"] = "pre-install"
+                hooked.append(doc)
+        crd.unlink()
+    (chart / "templates" / "crds-as-hooks.yaml").write_text(yaml.safe_dump_all(hooked))
+    broken = _render(recordings, "lab", overrides={"management-kamaji": chart})
+    problems = [p for p in missing_crds(broken) if p.startswith("DataStore ")]
+    assert len(problems) == 1, problems
+    assert "management-kamaji (pre-install), which is not installed before it" in problems[0]
+
+
+def test_a_release_into_a_namespace_nobody_creates_is_caught(
+    lab: RenderedStack, recordings: Callable[[str, bool], Recording]
+) -> None:
+    """Helm installs only into an existing namespace (pulumi-kubernetes does not set
+    CreateNamespace): a release whose namespace nothing creates fails at install."""
+    moved = copy.deepcopy(lab.recording)
+    moved.named("management-cert-manager").inputs["namespace"] = "no-such-namespace"
+    problems = missing_namespaces(_render(recordings, "lab", recording=moved))
+    assert problems
+    assert problems[0] == (
+        "release management-cert-manager: its namespace no-such-namespace does not exist on "
+        "cluster management before it"
     )
 
 

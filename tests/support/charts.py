@@ -113,7 +113,10 @@ _KUBE_VERSION_FIELD = re.compile(
     _PREFIX + r"\.Capabilities\.KubeVersion\.(Version|GitVersion|Major|Minor)\b"
 )
 _API_HAS = re.compile(_PREFIX + r'\.Capabilities\.APIVersions\.Has\s+"([^"]+)"')
-_ANY_CAPABILITY = re.compile(r"\.Capabilities\.(KubeVersion|APIVersions)\b")
+# Anything else that reaches the capabilities (``with .Capabilities``, ``$c := .Capabilities``,
+# ``.Capabilities.KubeVersion`` passed whole) would render with the engine's defaults; only
+# ``.Capabilities.HelmVersion`` is the same everywhere.
+_ANY_CAPABILITY = re.compile(r"\bCapabilities\b(?!\.HelmVersion\b)")
 
 
 def pin_capabilities(template: str, caps: ClusterCapabilities) -> str:
@@ -203,16 +206,22 @@ def render_release(
     values: Mapping[str, Any] | None = None,
     source: Path | None = None,
 ) -> RenderedRelease:
-    """Render a recorded Release's chart with its values (or ``values``) for ``caps``.
+    """Render a recorded Release's chart with its values (or ``values``) for ``caps``: the
+    cluster before the release. The CRDs of the ``crds/`` folders of the chart and its enabled
+    subcharts are added to its API versions, as Helm installs those first and refreshes its
+    capabilities before rendering (helm v3.20 ``pkg/action/install.go``: ``installCRDs``, then
+    ``cfg.Capabilities = nil``).
 
     ``source`` overrides the archive (tests that alter a chart on purpose pass their copy)."""
     import helm_python
 
     path = source if source is not None else chart_source(inputs)
-    chart_dir = _prepared_chart(str(path), fingerprint(path), caps)
     release_name = str(inputs.get("name") or "release-name")
     namespace = str(inputs.get("namespace") or "default")
     used_values = dict(values if values is not None else inputs.get("values") or {})
+    own_crds = _enabled_crds(str(path), fingerprint(path), caps.kube_version, used_values)
+    caps = ClusterCapabilities(caps.kube_version, caps.api_versions | _api_forms(own_crds))
+    chart_dir = _prepared_chart(str(path), fingerprint(path), caps)
     with helm_python.Chart.load(str(chart_dir)) as chart:
         constraint = (chart.metadata or {}).get("kubeVersion")
         if constraint and not kube_version_satisfies(constraint, caps.kube_version):
@@ -226,34 +235,58 @@ def render_release(
             )
         except helm_python.HelmError as error:
             raise RenderError(f"{chart.name}: {error}") from error
-        merged = chart.merge_values(used_values)
-        enabled = _enabled_subchart_paths(chart_dir, merged)
-        crd_files = [
-            c for c in chart.crds if _crd_owner(c.get("filename") or c.get("name", "")) in enabled
-        ]
         rendered = RenderedRelease(
             name=release_name,
             namespace=namespace,
             chart=chart.name,
             version=chart.version,
+            crds=own_crds,
         )
-    for crd_file in crd_files:
-        rendered.crds.extend(documents(crd_file.get("data", "")))
     for template, text in sorted(manifests.items()):
         if template.endswith("NOTES.txt"):
             continue
         for obj in documents(text):
-            hook = str((obj.get("metadata") or {}).get("annotations", {}).get(HOOK_ANNOTATION, ""))
-            hooks = {h.strip() for h in hook.split(",") if h.strip()}
+            annotations = (obj.get("metadata") or {}).get("annotations") or {}
+            if HOOK_ANNOTATION not in annotations:
+                rendered.objects.append(obj)
+                continue
+            # Helm lower-cases hook names; an annotation naming no known hook is not installed
+            # (pkg/releaseutil/manifest_sorter.go).
+            hooks = {h.strip().lower() for h in str(annotations[HOOK_ANNOTATION]).split(",")}
             if "pre-install" in hooks:
                 rendered.pre_install_hooks.append(obj)
             elif "post-install" in hooks:
                 rendered.post_install_hooks.append(obj)
-            elif hooks:
-                continue  # test, upgrade and delete hooks do not run on install
-            else:
-                rendered.objects.append(obj)
+            # test, upgrade, delete and unknown hooks do not run on install
     return rendered
+
+
+def _enabled_crds(
+    path: str, content: str, kube_version: str, values: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The CRD objects of the ``crds/`` folders of the chart and of the subcharts its values
+    enable (Helm's ``ProcessDependencies`` drops disabled ones before ``CRDObjects``)."""
+    import helm_python
+
+    root = _prepared_chart(path, content, ClusterCapabilities(kube_version, frozenset()))
+    with helm_python.Chart.load(str(root)) as chart:
+        enabled = _enabled_subchart_paths(root, chart.merge_values(dict(values)))
+        files = [
+            c for c in chart.crds if _crd_owner(c.get("filename") or c.get("name", "")) in enabled
+        ]
+    return [doc for crd_file in files for doc in documents(crd_file.get("data", ""))]
+
+
+def _api_forms(crds: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """ "group/version" and "group/version/Kind" of every served version of ``crds``."""
+    forms: set[str] = set()
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        for version in spec.get("versions") or []:
+            if version.get("served"):
+                api = f"{spec['group']}/{version['name']}"
+                forms.update((api, f"{api}/{spec['names']['kind']}"))
+    return frozenset(forms)
 
 
 # Helm's own manifest splitter (helm v3.20 pkg/releaseutil/manifest.go: ``sep``), which also
@@ -304,7 +337,15 @@ def _prepared_chart(path: str, fingerprint: str, caps: ClusterCapabilities) -> P
         (root,) = [p for p in scratch.iterdir() if p.is_dir()]
     _expand_subcharts(root)
     for template in _template_files(root):
-        template.write_text(pin_capabilities(template.read_text(), caps))
+        try:
+            template.write_text(pin_capabilities(template.read_text(), caps))
+        except RenderError as error:
+            raise RenderError(f"{template.relative_to(root)}: {error}") from error
+    for values in root.rglob("values.yaml"):
+        # A template may render a values string with ``tpl``; one naming the capabilities
+        # could not be pinned here.
+        if _ANY_CAPABILITY.search(values.read_text()):
+            raise RenderError(f"{values.relative_to(root)} mentions .Capabilities (tpl)")
     return root
 
 
@@ -374,33 +415,6 @@ def _enabled_subchart_paths(
 # ------------------------------------------------------------------ one chart, outside a stack
 
 
-def crd_folder_api_forms(path: Path) -> frozenset[str]:
-    """The API versions (both forms) the CRDs of the chart's ``crds/`` folders serve: Helm
-    installs those first and refreshes its capabilities before rendering (helm v3.20
-    ``pkg/action/install.go``: ``installCRDs``, then ``cfg.Capabilities = nil``)."""
-    return _crd_folder_api_forms(str(path), fingerprint(path))
-
-
-@functools.lru_cache(maxsize=64)
-def _crd_folder_api_forms(path: str, content: str) -> frozenset[str]:
-    import helm_python
-
-    del content  # part of the cache key only
-    chart_path = Path(path)
-    loader = helm_python.Chart.load if chart_path.is_dir() else helm_python.Chart.load_archive
-    argument: Any = path if chart_path.is_dir() else chart_path.read_bytes()
-    forms: set[str] = set()
-    with loader(argument) as chart:
-        for crd in chart.crds:
-            for doc in documents(crd.get("data", "")):
-                spec = doc.get("spec") or {}
-                for version in spec.get("versions") or []:
-                    if version.get("served"):
-                        api = f"{spec['group']}/{version['name']}"
-                        forms.update((api, f"{api}/{spec['names']['kind']}"))
-    return frozenset(forms)
-
-
 def render_pinned(
     chart: str,
     version: str,
@@ -415,8 +429,7 @@ def render_pinned(
     from tests.support.kube_schemas import builtin_api_versions
 
     inputs = {"chart": chart, "version": version, "name": name, "namespace": namespace}
-    own = crd_folder_api_forms(chart_source(inputs))
-    caps = ClusterCapabilities(kube_version, builtin_api_versions(kube_version) | own)
+    caps = ClusterCapabilities(kube_version, builtin_api_versions(kube_version))
     return render_release({**inputs, "values": dict(values)}, caps)
 
 

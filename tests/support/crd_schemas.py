@@ -125,7 +125,12 @@ def crd_violations(
     schema = strict_schema(copy.deepcopy(crd.schema))
     # metadata is validated by the API server itself, not by the CRD schema.
     schema.setdefault("properties", {})["metadata"] = {"type": "object"}
-    body = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "metadata", "spec")}
+    # Everything a create may carry but the status (a subresource): a misspelt top-level key
+    # (``sepc``) is an unknown field like any other. The API server defaults before it validates
+    # (structural schema defaulting), so defaults are applied first.
+    body = apply_defaults(
+        crd.schema, {k: copy.deepcopy(v) for k, v in obj.items() if k != "status"}
+    )
     validator = jsonschema.Draft7Validator(schema)
     problems = [
         f"{'.'.join(str(p) for p in error.absolute_path) or '<root>'}: {error.message[:300]}"
@@ -136,6 +141,24 @@ def crd_violations(
     if tally is not None:
         tally.add(local)
     return problems
+
+
+def apply_defaults(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` with the schema's ``default``s filled in where a field is absent, as the API
+    server does before validation (apiextensions-apiserver pkg/apiserver/schema/defaulting)."""
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        for key, child in props.items():
+            if key not in value and "default" in child:
+                value[key] = copy.deepcopy(child["default"])
+        extra = schema.get("additionalProperties")
+        for key in list(value):
+            child_schema = props.get(key) if key in props else extra
+            if isinstance(child_schema, dict):
+                value[key] = apply_defaults(child_schema, value[key])
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [apply_defaults(schema["items"], item) for item in value]
+    return value
 
 
 # ---------------------------------------------------------------------------------- CEL
@@ -175,6 +198,10 @@ def _cel_value(schema: Mapping[str, Any], value: Any) -> Any:
     if isinstance(value, list):
         items = schema.get("items") or {}
         return [_cel_value(items, child) for child in value]
+    # JSON numbers reach here as floats (the recording's inputs came through protobuf Struct);
+    # the API server decodes an integer field as int64, and CEL keeps int and double apart.
+    if schema.get("type") == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 
@@ -290,8 +317,17 @@ def _is_ip(value: Any) -> Any:
     return celtypes.BoolType(True)
 
 
+def _in(item: Any, container: Any) -> Any:
+    """CEL's ``in`` with the same heterogeneous equality (list elements; map keys)."""
+    from celpy import celtypes
+
+    if isinstance(container, dict):
+        return celtypes.BoolType(any(bool(_equal(item, key)) for key in container))
+    return celtypes.BoolType(any(bool(_equal(item, element)) for element in container))
+
+
 _FUNCTIONS = MappingProxyType(
-    {"_==_": _equal, "_!=_": _not_equal, "isCIDR": _is_cidr, "isIP": _is_ip}
+    {"_==_": _equal, "_!=_": _not_equal, "_in_": _in, "isCIDR": _is_cidr, "isIP": _is_ip}
 )
 
 

@@ -33,7 +33,6 @@ from tests.support.charts import (
     RenderedRelease,
     RenderError,
     chart_source,
-    crd_folder_api_forms,
     render_release,
 )
 from tests.support.crd_schemas import CrdCatalog, CrdVersion, crds_in_file, served_versions
@@ -42,6 +41,8 @@ from tests.support.kube_schemas import builtin_api_versions, is_builtin
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHART_V4 = "kubernetes:helm.sh/v4:Chart"
+COMMAND_TYPE = "command:local:Command"
+CAPI_PROVIDER_TYPE_PREFIX = "kubernetes:operator.cluster.x-k8s.io/"
 CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
 # Program-created objects that are not whole objects the API server stores as given.
@@ -56,6 +57,10 @@ CAPI_PROVIDER_CRDS: Mapping[tuple[str, str], tuple[str, str]] = {
     ("InfrastructureProvider", "metal3"): ("capm3", ""),
     ("InfrastructureProvider", "docker"): ("capd", ""),
 }
+
+
+class UpstreamUnavailableError(Exception):
+    """The pinned upstream files a check needs are absent (the test skips with this text)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ class CrdSource:
     installer: Registration
     cluster: Cluster
     crds: list[CrdVersion]
+    # "crds", "pre-install", "templates", "post-install" (a release's), "program" (a CRD object
+    # the program creates), "gate" (a readiness gate that waits for them) or "async" (installed
+    # by an operator at some later time: never before anything).
     phase: str
 
 
@@ -186,23 +194,50 @@ def _topological(recording: Recording, regs: list[Registration]) -> list[Registr
     return ordered
 
 
+def capi_providers(recording: Recording) -> list[Registration]:
+    """The cluster-api-operator provider objects of the recording."""
+    return [r for r in recording.resources if r.type.startswith(CAPI_PROVIDER_TYPE_PREFIX)]
+
+
 def _capi_crd_sources(
-    recording: Recording, clusters: Mapping[str, Cluster], upstream: Path | None
+    recording: Recording, clusters: Mapping[str, Cluster], upstream: Path
 ) -> list[CrdSource]:
+    """Where the Cluster API CRDs come from, and when they can be used.
+
+    A provider object only asks the operator to install its provider; the CRDs appear later,
+    asynchronously, and pulumi-kubernetes reports a custom resource without ``pulumi.com/waitFor``
+    created at once (v4.32.0 provider/pkg/metadata/overrides.go:110-116) and retries a create on
+    NoMatch for about half a minute only (await/await.go:250-274). So the provider's CRDs are an
+    ``async`` source, never "installed before" anything; what orders them is a readiness gate
+    (a ``local.Command`` whose ``WAIT_CRDS`` names them, ``wait-ready.sh``) that waits for the
+    provider object: that gate is the source CRs must wait for."""
     sources: list[CrdSource] = []
-    for reg in recording.resources:
-        if not reg.type.startswith("kubernetes:operator.cluster.x-k8s.io/"):
-            continue
+    by_name: dict[str, tuple[Registration, CrdVersion]] = {}
+    for reg in capi_providers(recording):
         key = (str(reg.inputs.get("kind")), str((reg.inputs.get("metadata") or {}).get("name")))
         cluster = clusters.get(reg.provider_urn)
-        if key not in CAPI_PROVIDER_CRDS or cluster is None or upstream is None:
+        if key not in CAPI_PROVIDER_CRDS or cluster is None:
             continue
         folder, prefix = CAPI_PROVIDER_CRDS[key]
         crds: list[CrdVersion] = []
         for path in sorted((upstream / folder).glob(f"{prefix}*.yaml")):
             for doc in crds_in_file(path):
                 crds.extend(served_versions(doc, f"{folder}/{path.name}"))
-        sources.append(CrdSource(reg, cluster, crds, "program"))
+        sources.append(CrdSource(reg, cluster, crds, "async"))
+        by_name.update({crd.crd_name: (reg, crd) for crd in crds})
+    for gate in recording.of_type(COMMAND_TYPE):
+        waited = str((gate.inputs.get("environment") or {}).get("WAIT_CRDS", "")).split()
+        closure = recording.dependency_closure(gate)
+        served = [
+            (provider, crd)
+            for name in waited
+            if name in by_name
+            for provider, crd in [by_name[name]]
+            if provider.urn in closure
+        ]
+        for provider, crd in served:
+            cluster = clusters[provider.provider_urn]
+            sources.append(CrdSource(gate, cluster, [crd], "gate"))
     return sources
 
 
@@ -239,7 +274,13 @@ def render_stack(
     if missing:
         raise ChartUnavailableError(missing)
 
-    stack.crd_sources.extend(_capi_crd_sources(recording, clusters, upstream))
+    if capi_providers(recording):
+        if upstream is None:
+            raise UpstreamUnavailableError(
+                "the Cluster API providers' CRDs are read from the pinned upstream copies, which "
+                "are not here: set GPU_PLATFORM_UPSTREAM_DIR or run `make fetch-upstream`"
+            )
+        stack.crd_sources.extend(_capi_crd_sources(recording, clusters, upstream))
     for reg in recording.resources:
         if reg.type == CRD_TYPE and reg.provider_urn in clusters:
             crds = _crds_in([reg.inputs], reg.name)
@@ -253,9 +294,7 @@ def render_stack(
             if src.cluster == cluster and src.installer.urn in before:
                 served.update(_api_forms(src.crds))
         source = overrides.get(reg.name)
-        caps = ClusterCapabilities(
-            cluster.kube_version, frozenset(served) | _own_crd_api_forms(reg.inputs, source)
-        )
+        caps = ClusterCapabilities(cluster.kube_version, frozenset(served))
         stack.capabilities[reg.urn] = caps
         stack.sources[reg.urn] = source
         try:
@@ -300,10 +339,6 @@ def release_inputs(reg: Registration) -> dict[str, Any]:
     if reg.type == CHART_V4:
         inputs.setdefault("name", reg.name)
     return inputs
-
-
-def _own_crd_api_forms(inputs: Mapping[str, Any], source: Path | None) -> frozenset[str]:
-    return crd_folder_api_forms(source if source is not None else chart_source(inputs))
 
 
 def _api_forms(crds: list[CrdVersion]) -> set[str]:
@@ -356,5 +391,11 @@ CLUSTER_SCOPED_BUILTINS = frozenset(
         "FlowSchema",
         "PriorityLevelConfiguration",
         "CertificateSigningRequest",
+        "ClusterTrustBundle",
+        "ServiceCIDR",
+        "IPAddress",
+        "VolumeAttributesClass",
+        "DeviceTaintRule",
+        "StorageVersionMigration",
     }
 )

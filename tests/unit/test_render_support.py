@@ -124,9 +124,19 @@ def test_an_incompatible_kube_version_is_refused_like_helm_install(demo_chart: P
         _render(demo_chart, ClusterCapabilities("v1.29.9", frozenset()))
 
 
-def test_a_capability_reference_that_cannot_be_pinned_is_an_error() -> None:
+@pytest.mark.parametrize(
+    "template",
+    [
+        '{{ include "x" .Capabilities.KubeVersion }}',
+        "{{ with .Capabilities }}{{ .KubeVersion.Version }}{{ end }}",
+        "{{ $c := .Capabilities }}{{ $c.KubeVersion.Minor }}",
+    ],
+)
+def test_a_capability_reference_that_cannot_be_pinned_is_an_error(template: str) -> None:
+    """Left alone these would render with Helm's defaults (v1.36.0), not the cluster's."""
     with pytest.raises(RenderError, match="cannot pin"):
-        charts.pin_capabilities('{{ include "x" .Capabilities.KubeVersion }}', CAPS)
+        charts.pin_capabilities(template, CAPS)
+    assert charts.pin_capabilities("{{ .Capabilities.HelmVersion.Version }}", CAPS)
 
 
 @pytest.mark.parametrize(
@@ -197,3 +207,29 @@ def test_a_cel_function_cel_python_lacks_is_counted_not_hidden() -> None:
     assert cel_violations(schema, "https://x", tally) == []
     assert tally.unsupported == {"function isURL()": 1}
     assert "1 unsupported: function isURL()" in tally.summary()
+
+
+def test_cel_sees_what_the_api_server_stores_defaults_ints_and_membership() -> None:
+    """Defaults are applied before the rules run; integers that arrive as JSON floats are CEL
+    ints; ``in`` compares like ``==``."""
+    schema = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.port % 2 == 0", "message": "even port"},
+            {"rule": "self.port in [8132, 8133]", "message": "known port"},
+            {"rule": "has(self.mode) && self.mode == 'DaemonSet'", "message": "defaulted mode"},
+        ],
+        "properties": {
+            "port": {"type": "integer"},
+            "mode": {"type": "string", "default": "DaemonSet"},
+        },
+    }
+    from tests.support.crd_schemas import apply_defaults
+
+    tally = CelTally()
+    assert cel_violations(schema, apply_defaults(schema, {"port": 8132.0}), tally) == []
+    assert tally.evaluated == 3
+    assert cel_violations(schema, apply_defaults(schema, {"port": 8131.0}), CelTally()) == [
+        "<root>: even port",
+        "<root>: known port",
+    ]
