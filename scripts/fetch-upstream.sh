@@ -55,6 +55,9 @@ for crd in metal3clusters metal3machinetemplates; do
   fetch metal3-io/cluster-api-provider-metal3 v1.13.2 \
     "config/crd/bases/infrastructure.cluster.x-k8s.io_${crd}.yaml" "capm3/infrastructure.cluster.x-k8s.io_${crd}.yaml"
 done
+for manifest in k8s-mock-plugin k8s-mock-rbac; do
+  fetch Project-HAMi/mock-device-plugin v1.0.1 "${manifest}.yaml" "mock-device-plugin/${manifest}.yaml"
+done
 # The Kamaji control-plane provider's v1alpha2 CRDs (first released in v0.20.0).
 for crd in kamajicontrolplanes kamajicontrolplanetemplates; do
   fetch clastix/cluster-api-control-plane-provider-kamaji v0.20.0 \

@@ -23,6 +23,21 @@ def upstream_dir() -> Path:
     return found
 
 
+@pytest.fixture(scope="session")
+def upstream_file(upstream_dir: Path) -> Callable[[str], Path]:
+    """``upstream_file("hami/fit-cases.json")``: a file of the pinned upstream folder, or skip
+    with one line naming it (``.upstream/`` from ``make fetch-upstream`` lacks the workspace's
+    own files: SOURCES.md, the transcribed HAMi fit vectors)."""
+
+    def get(relative: str) -> Path:
+        path = upstream_dir / relative
+        if not path.is_file():
+            pytest.skip(f"{relative} is not in {upstream_dir} (it comes with ../shared/upstream)")
+        return path
+
+    return get
+
+
 STACKS = ("lab", "prod")
 
 

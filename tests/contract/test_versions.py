@@ -4,6 +4,7 @@ scripts/fetch-upstream.sh downloads those same releases."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,10 +33,10 @@ def _normal(tag: str) -> str:
     return tag.removeprefix("v")
 
 
-def _source_tags(upstream: Path) -> dict[str, set[str]]:
+def _source_tags(sources: Path) -> dict[str, set[str]]:
     """Folder -> tags named in SOURCES.md's table."""
     tags: dict[str, set[str]] = {}
-    for line in (upstream / "SOURCES.md").read_text().splitlines():
+    for line in sources.read_text().splitlines():
         cells = [c.strip().strip("`") for c in line.split("|")]
         if len(cells) > 6 and "/" in cells[1] and re.match(r"^v?\d|^\d", cells[5] or ""):
             tags.setdefault(cells[1].split("/")[0], set()).add(cells[5])
@@ -43,8 +44,8 @@ def _source_tags(upstream: Path) -> dict[str, set[str]]:
 
 
 @pytest.mark.parametrize("folder", sorted(EXPECTED_TAGS))
-def test_pins_match_the_upstream_copies(folder: str, upstream_dir: Path) -> None:
-    tags = _source_tags(upstream_dir).get(folder)
+def test_pins_match_the_upstream_copies(folder: str, upstream_file: Callable[[str], Path]) -> None:
+    tags = _source_tags(upstream_file("SOURCES.md")).get(folder)
     assert tags, f"SOURCES.md lists no files for {folder}"
     assert {_normal(t) for t in tags} == {_normal(EXPECTED_TAGS[folder])}
 
@@ -76,5 +77,6 @@ def test_fetch_script_downloads_the_pinned_releases() -> None:
         ("kubernetes-sigs/cluster-api", PINNED.cluster_api),
         ("metal3-io/cluster-api-provider-metal3", PINNED.metal3_provider),
         ("clastix/cluster-api-control-plane-provider-kamaji", PINNED.kamaji_control_plane_provider),
+        ("Project-HAMi/mock-device-plugin", "v" + PINNED.hami_mock_device_plugin_tag),
     }
     assert fetched == expected

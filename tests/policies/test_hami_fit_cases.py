@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +86,9 @@ def _params(section: str) -> list[Any]:
 # --- The file itself -----------------------------------------------------------------------------
 
 
-def test_vector_file_is_the_pinned_one(upstream_dir: Path) -> None:
+def test_vector_file_is_the_pinned_one(upstream_file: Callable[[str], Path]) -> None:
     """The vectors are HAMi v2.10.0's and every section is exercised below."""
-    data = json.loads((upstream_dir / VECTOR_FILE).read_text(encoding="utf-8"))
+    data = json.loads(upstream_file(str(VECTOR_FILE)).read_text(encoding="utf-8"))
     assert data["format"] == "hami-fit-cases/1"
     assert data["provenance"]["tag"] == "v2.10.0"
     meta = {"format", "provenance", "counts", "skipped"}

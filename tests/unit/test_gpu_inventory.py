@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -206,12 +207,10 @@ def test_gpu_node_label_is_the_hami_charts_device_plugin_selector(upstream_dir: 
     assert selector == {HAMI_GPU_NODE_LABEL[0]: HAMI_GPU_NODE_LABEL[1]}
 
 
-def test_the_mock_plugin_daemonset_selects_no_label(upstream_dir: Path) -> None:
+def test_the_mock_plugin_daemonset_selects_no_label(upstream_file: Callable[[str], Path]) -> None:
     """The upstream mock plugin runs on every node (no nodeSelector): our labels are for HAMi's
     real device plugin and people, the annotation is what the mock reads."""
-    manifest = yaml.safe_load(
-        (upstream_dir / "mock-device-plugin" / "k8s-mock-plugin.yaml").read_text()
-    )
+    manifest = yaml.safe_load(upstream_file("mock-device-plugin/k8s-mock-plugin.yaml").read_text())
     assert "nodeSelector" not in manifest["spec"]["template"]["spec"]
 
 
