@@ -5,7 +5,7 @@ versions are immutable releases. Kamaji publishes its chart only as ``0.0.0+late
 every push to its master branch (clastix/kamaji 26.8.2-edge ``.github/workflows/helm.yaml``: job
 ``release`` publishes ``charts/`` with stefanprodan/helm-gh-pages on every push), so CRDs,
 webhooks, RBAC and controller flags would change under the pinned image tag. The lab and prod
-therefore install Kamaji from a local chart directory that ``make fetch-upstream`` assembles
+therefore install Kamaji from a local chart directory that ``make kamaji-chart`` assembles
 from published artefacts of the pinned releases — the files of ``charts/kamaji`` at the Kamaji
 release tag and the published ``kamaji-etcd`` chart archive — and that this module verifies file
 by file against ``pins/kamaji-chart.json`` before anything is registered.
@@ -190,12 +190,12 @@ def check_kamaji_chart(chart_dir: Path) -> None:
     if problems == [f"{chart_dir} does not exist"]:
         raise ChartPinError(
             f"the pinned Kamaji chart ({kamaji.repo} {kamaji.tag}) is not at {chart_dir}: run "
-            f"`make fetch-upstream` (or point {CHARTS_DIR_ENV} at the directory holding it)"
+            f"`make kamaji-chart` (or point {CHARTS_DIR_ENV} at the directory holding it)"
         )
     shown = "; ".join(problems[:3]) + (
         f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
     )
     raise ChartPinError(
         f"{chart_dir} is not Kamaji {kamaji.tag}'s chart ({shown}): delete it and run "
-        "`make fetch-upstream` again"
+        "`make kamaji-chart` again"
     )

@@ -8,15 +8,18 @@ only serves a moving ``0.0.0+latest``, is assembled from the published files of 
 (GitHub's raw files of ``charts/kamaji`` at that tag) plus the published kamaji-etcd archive, each
 checked against ``components/pins/kamaji-chart.json``.
 
-Idempotent: an archive already present with the index's digest, and a Kamaji directory that
-verifies, are kept. Nothing outside the charts cache is written. Usage:
-``python scripts/fetch_charts.py [--dest DIR]``.
+Idempotent and offline once done: a downloaded archive is kept with its checked digest beside it
+(``<archive>.sha256``), so a later run that finds the two agreeing asks no repository; a Kamaji
+directory that verifies is kept. Nothing outside the charts cache is written. Usage:
+``python scripts/fetch_charts.py [--dest DIR] [--only kamaji]`` (``--only kamaji``: just what the
+program installs from the cache, the Kamaji chart and the kamaji-etcd archive it bundles).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import http.client
 import shutil
 import sys
 import tempfile
@@ -50,7 +53,7 @@ def http_get(url: str, attempts: int = 3, timeout: float = 60.0) -> bytes:
             with urllib.request.urlopen(url, timeout=timeout) as response:
                 data: bytes = response.read()
                 return data
-        except OSError as error:  # URLError and socket errors
+        except (OSError, http.client.HTTPException) as error:  # URLError, resets, IncompleteRead
             last = error
             time.sleep(2**attempt)
     raise FetchError(f"{url}: {last}")
@@ -76,22 +79,36 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def fetch_archive(chart: HelmChart, dest: Path, get: Fetch = http_get) -> Path:
-    """The pinned archive of ``chart`` in ``dest``, downloaded unless already there intact."""
-    index = yaml.safe_load(get(chart.repo.rstrip("/") + "/index.yaml")) or {}
+    """The pinned archive of ``chart`` in ``dest``: kept when it matches the digest checked when
+    it was downloaded (no repository asked), else downloaded and checked against the digest the
+    repository index publishes (Helm's ``pkg/repo/index.go`` ``ChartVersion.Digest``)."""
+    target = dest / f"{chart.chart}-{chart.version}.tgz"
+    checked = target.with_name(target.name + ".sha256")
+    if (
+        target.is_file()
+        and checked.is_file()
+        and checked.read_text().strip() == sha256(target.read_bytes())
+    ):
+        return target
+    index_text = get(chart.repo.rstrip("/") + "/index.yaml")
+    index = yaml.load(index_text, Loader=_LOADER) or {}
     entry = index_entry(index, chart.chart, chart.version)
     digest = str(entry.get("digest") or "")
-    target = dest / f"{chart.chart}-{chart.version}.tgz"
-    if target.is_file() and digest and sha256(target.read_bytes()) == digest:
-        return target
-    data = get(archive_url(chart.repo, entry))
     if not digest:
         raise FetchError(f"the index publishes no digest for {chart.chart} {chart.version}")
+    data = target.read_bytes() if target.is_file() else b""
+    if sha256(data) != digest:
+        data = get(archive_url(chart.repo, entry))
     if sha256(data) != digest:
         raise FetchError(
             f"{chart.chart} {chart.version}: sha256 {sha256(data)} is not the published {digest}"
         )
     _write_atomically(target, data)
+    _write_atomically(checked, (digest + "\n").encode())
     return target
 
 
@@ -116,9 +133,13 @@ def assemble_kamaji(dest: Path, etcd_archive: Path, get: Fetch = http_get) -> Pa
         problems = chart_cache.verify_kamaji_chart(scratch)
         if problems:
             raise FetchError("assembled Kamaji chart does not verify: " + "; ".join(problems))
+        # Swap with the old directory set aside first, so there is never a moment without one.
+        retired = scratch.with_name(scratch.name + "-old")
         if target.exists():
-            shutil.rmtree(target)
+            target.rename(retired)
         scratch.rename(target)
+        if retired.exists():
+            shutil.rmtree(retired)
     finally:
         if scratch.exists():
             shutil.rmtree(scratch)
@@ -135,28 +156,42 @@ def pinned_charts() -> list[HelmChart]:
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
-    partial = target.with_name(target.name + ".partial")
-    partial.write_bytes(data)
-    partial.replace(target)
+    """Write through a unique temporary file in the same directory, then rename (two runs at
+    once never see, or leave, a half-written archive)."""
+    with tempfile.NamedTemporaryFile(
+        dir=target.parent, prefix=f".{target.name}.", delete=False
+    ) as partial:
+        partial.write(data)
+    Path(partial.name).replace(target)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dest", type=Path, default=chart_cache.charts_dir())
+    parser.add_argument(
+        "--only",
+        choices=["kamaji"],
+        help="only the Kamaji chart the program installs from the cache",
+    )
     args = parser.parse_args(argv)
     dest: Path = args.dest
     dest.mkdir(parents=True, exist_ok=True)
+    _, etcd = chart_cache.kamaji_pins()
+    if PINNED.kamaji_etcd.version != etcd.tag.lstrip("v"):
+        print("fetch-upstream: the pinned kamaji-etcd must be the one Kamaji's pin bundles")
+        return 1
+    charts = pinned_charts()
+    if args.only == "kamaji":
+        if not chart_cache.verify_kamaji_chart(chart_cache.kamaji_chart_dir(dest)):
+            return 0  # already there and verified: nothing to ask any repository
+        charts = [PINNED.kamaji_etcd]
     print(f"fetching pinned chart archives into {dest}")
     archives: dict[str, Path] = {}
     try:
-        for chart in pinned_charts():
+        for chart in charts:
             archives[chart.chart] = fetch_archive(chart, dest)
             print(f"  {archives[chart.chart].name}")
-        _, etcd = chart_cache.kamaji_pins()
-        etcd_archive = archives.get("kamaji-etcd")
-        if etcd_archive is None or PINNED.kamaji_etcd.version != etcd.tag.lstrip("v"):
-            raise FetchError("the pinned kamaji-etcd chart must be the one Kamaji's pin bundles")
-        print(f"  {assemble_kamaji(dest, etcd_archive).name}/ (verified)")
+        print(f"  {assemble_kamaji(dest, archives['kamaji-etcd']).name}/ (verified)")
     except FetchError as error:
         print(f"fetch-upstream: {error}", file=sys.stderr)
         return 1

@@ -569,7 +569,7 @@ def test_a_missing_kamaji_chart_stops_both_stacks_before_any_registration(
     result = _probe(stack, preview=preview, charts_dir=tmp_path)
     assert result["error"] is not None
     assert result["error"].startswith("ChartPinError: the pinned Kamaji chart")
-    assert "make fetch-upstream" in result["error"]
+    assert "make kamaji-chart" in result["error"]
     assert result["registered"] == []
 
 

@@ -119,7 +119,7 @@ def test_the_pin_agrees_with_the_independent_upstream_copies(upstream_dir: Path)
 
 
 def test_a_missing_chart_directory_fails_with_the_command_to_run(tmp_path: Path) -> None:
-    with pytest.raises(chart_cache.ChartPinError, match="run `make fetch-upstream`"):
+    with pytest.raises(chart_cache.ChartPinError, match="run `make kamaji-chart`"):
         chart_cache.check_kamaji_chart(tmp_path / "kamaji-26.8.2-edge")
 
 
@@ -140,5 +140,5 @@ def test_a_chart_directory_with_a_foreign_subchart_is_refused(tmp_path: Path) ->
 def test_the_cached_kamaji_chart_verifies_when_present() -> None:
     chart = chart_cache.kamaji_chart_dir()
     if not chart.is_dir():
-        pytest.skip(f"{chart} absent: run `make fetch-upstream`")
+        pytest.skip(f"{chart} absent: run `make kamaji-chart`")
     assert chart_cache.verify_kamaji_chart(chart) == []

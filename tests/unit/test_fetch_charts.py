@@ -75,10 +75,17 @@ def test_downloads_the_pinned_version_checked_against_the_published_digest(
     path = fetch_charts.fetch_archive(CHART, tmp_path, _served(pages, log))
     assert path == tmp_path / "demo-1.2.3.tgz"
     assert path.read_bytes() == ARCHIVE
-    # Idempotent: a second run keeps the verified archive and downloads only the index.
+    assert (tmp_path / "demo-1.2.3.tgz.sha256").read_text().strip() == digest
+    # Idempotent and offline: a second run finds the archive with its checked digest and asks
+    # no repository at all.
     log.clear()
     fetch_charts.fetch_archive(CHART, tmp_path, _served(pages, log))
-    assert log == [f"{CHART.repo}/index.yaml"]
+    assert log == []
+    # An archive that no longer matches its recorded digest is fetched and checked again.
+    path.write_bytes(b"damaged")
+    fetch_charts.fetch_archive(CHART, tmp_path, _served(pages, log))
+    assert path.read_bytes() == ARCHIVE
+    assert log == [f"{CHART.repo}/index.yaml", f"{CHART.repo}/charts/demo-1.2.3.tgz"]
 
 
 def test_an_archive_that_is_not_the_published_one_is_refused(

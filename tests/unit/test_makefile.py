@@ -85,3 +85,23 @@ def test_lab_targets_create_the_state_directory_and_stack_first(target: str) -> 
 def test_prod_targets_leave_the_lab_backend_alone() -> None:
     lines = dry_run("-B", "destroy", "STACK=prod")
     assert not any(".pulumi-state" in line or "--create" in line for line in lines)
+
+
+@pytest.mark.parametrize("target", ["lab", "preview"])
+def test_the_kamaji_chart_is_in_place_before_the_program_runs(target: str) -> None:
+    """The program refuses to register anything without the pinned Kamaji chart in the cache
+    (components/chart_cache.py); every other chart comes from its repository at up/preview."""
+    lines = dry_run("-B", target, "STACK=lab")
+    fetch = index_of(lines, "scripts/fetch_charts.py --only kamaji")
+    program = index_of(
+        lines, "pulumi --non-interactive up" if target == "lab" else "preview --stack"
+    )
+    assert fetch < program
+
+
+def test_make_lab_writes_the_kubeconfigs_even_when_the_acceptance_suite_fails() -> None:
+    lines = dry_run("-B", "lab")
+    recipe = "\n".join(lines)
+    assert "acceptance STACK=lab || status=$?" in recipe
+    assert recipe.index("kubeconfigs STACK=lab") > recipe.index("acceptance STACK=lab")
+    assert "exit $status" in recipe

@@ -134,3 +134,20 @@ def test_previews_fetch_the_charts_the_program_checks_before_it_registers() -> N
     previews = [i for i, s in enumerate(steps) if s.get("with", {}).get("command") == "preview"]
     assert previews
     assert all(fetch < i for i in previews)
+
+
+def test_the_nightly_e2e_installs_a_kubectl_the_preflight_accepts_checked() -> None:
+    """The runner's own kubectl is whatever its image ships; the preflight refuses one more
+    than a minor away from the clusters."""
+    steps = _steps(_load("lab-e2e.yml"))
+    install = steps[_index(steps, lambda s: "bin/linux/amd64/kubectl" in s.get("run", ""))]["run"]
+    minor = int(re.search(r"/release/v1\.(\d+)\.\d+/", install).group(1))  # type: ignore[union-attr]
+    low, high = Requirements().kubectl_minors
+    assert low <= minor <= high
+    lines = install.splitlines()
+    fetch_sum = next(i for i, line in enumerate(lines) if line.endswith("kubectl.sha256"))
+    check = next(i for i, line in enumerate(lines) if "sha256sum --check" in line)
+    place = next(i for i, line in enumerate(lines) if "install -m 0755" in line)
+    assert fetch_sum < check < place
+    lab = _index(steps, lambda s: s.get("run", "").strip() == "make lab")
+    assert _index(steps, lambda s: "bin/linux/amd64/kubectl" in s.get("run", "")) < lab
