@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 import typing
@@ -39,9 +40,16 @@ def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
     return None, False
 
 
+_ANNOTATED_RANGE = re.compile(
+    r"Annotated\[int, FieldInfo\(annotation=None, required=True, "
+    r"metadata=\[Ge\(ge=(\d+)\), Le\(le=(\d+)\)\]\)\]"
+)
+
+
 def _type_name(annotation: Any) -> str:
     text = str(annotation).replace("typing.", "").replace("components.config.", "")
     text = text.replace("Annotated[int, Gt(gt=0)]", "int > 0").replace("NoneType", "None")
+    text = _ANNOTATED_RANGE.sub(r"int \1..\2", text)
     return text.replace("<class '", "").replace("'>", "")
 
 
