@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from components import chart_cache
 from components.chart_cache import PinnedFiles
 from components.versions import PINNED
+from tests.support.archives import tgz
 
 
 def _pinned(files: dict[str, bytes]) -> PinnedFiles:
@@ -22,16 +21,6 @@ def _pinned(files: dict[str, bytes]) -> PinnedFiles:
         path="charts/x",
         files={name: chart_cache.file_digest(name, data) for name, data in files.items()},
     )
-
-
-def _tgz(top: str, files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(f"{top}/{name}")
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def test_charts_dir_is_the_env_var_else_a_per_user_cache_outside_the_checkout() -> None:
@@ -70,7 +59,7 @@ def test_changed_missing_and_extra_files_are_named_changed_first() -> None:
 
 
 def test_archive_files_are_relative_to_the_chart_directory() -> None:
-    data = _tgz("kamaji-etcd", {"Chart.yaml": b"name: kamaji-etcd\n", "templates/s.yaml": b"x"})
+    data = tgz("kamaji-etcd", {"Chart.yaml": b"name: kamaji-etcd\n", "templates/s.yaml": b"x"})
     assert chart_cache.archive_files(data) == {
         "Chart.yaml": b"name: kamaji-etcd\n",
         "templates/s.yaml": b"x",
@@ -132,7 +121,7 @@ def test_the_check_is_skipped_only_for_offline_evaluation(tmp_path: Path) -> Non
 def test_a_chart_directory_with_a_foreign_subchart_is_refused(tmp_path: Path) -> None:
     chart = tmp_path / "kamaji"
     (chart / "charts").mkdir(parents=True)
-    (chart / "charts" / "kamaji-etcd-0.15.0.tgz").write_bytes(_tgz("kamaji-etcd", {"a": b"b"}))
+    (chart / "charts" / "kamaji-etcd-0.15.0.tgz").write_bytes(tgz("kamaji-etcd", {"a": b"b"}))
     problems = chart_cache.verify_kamaji_chart(chart)
     assert f"charts/ must hold exactly {chart_cache.bundled_etcd_archive_name()}" in problems[-1]
 

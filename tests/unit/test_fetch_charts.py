@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import io
-import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +16,7 @@ import yaml
 
 from components import chart_cache
 from components.versions import HelmChart
+from tests.support.archives import tgz
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,18 +33,8 @@ def fetch_charts() -> ModuleType:
     return module
 
 
-def _tgz(top: str, files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(f"{top}/{name}")
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
 CHART = HelmChart("https://charts.example.invalid/repo", "demo", "1.2.3")
-ARCHIVE = _tgz("demo", {"Chart.yaml": b"apiVersion: v2\nname: demo\nversion: 1.2.3\n"})
+ARCHIVE = tgz("demo", {"Chart.yaml": b"apiVersion: v2\nname: demo\nversion: 1.2.3\n"})
 
 
 def _served(pages: dict[str, bytes], log: list[str]) -> Callable[[str], bytes]:
@@ -130,7 +119,7 @@ def test_kamaji_is_assembled_from_the_tags_files_and_refused_when_one_differs(
     etcd = pinned("clastix/kamaji-etcd", "v0.17.0", etcd_files)
     monkeypatch.setattr(chart_cache, "kamaji_pins", lambda: (kamaji, etcd))
     etcd_archive = tmp_path / "kamaji-etcd-0.17.0.tgz"
-    etcd_archive.write_bytes(_tgz("kamaji-etcd", etcd_files))
+    etcd_archive.write_bytes(tgz("kamaji-etcd", etcd_files))
     pages = {kamaji.raw_url(name): data for name, data in kamaji_files.items()}
 
     target = fetch_charts.assemble_kamaji(tmp_path, etcd_archive, _served(pages, []))
