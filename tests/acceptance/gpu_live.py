@@ -22,8 +22,19 @@ from tests.acceptance.gpu_judges import (
     metrics_load,
     parse_probe_log,
 )
-from tests.acceptance.gpu_plan import PROBE_SLACK_SECONDS, PROBE_START_SECONDS
-from tests.acceptance.gpu_workloads import probe_configmap, probe_pod, probe_source
+from tests.acceptance.gpu_plan import (
+    COMPUTE_POD_MEMORY_MIB,
+    COMPUTE_SECONDS,
+    PROBE_SLACK_SECONDS,
+    PROBE_START_SECONDS,
+    UNRESTRICTED_CORES,
+)
+from tests.acceptance.gpu_workloads import (
+    compute_args,
+    probe_configmap,
+    probe_pod,
+    probe_source,
+)
 from tests.acceptance.hami_evidence import PodPlacement, RegisteredCard
 from tests.acceptance.kube import (
     METRICS_ERRORS,
@@ -188,6 +199,22 @@ def run_probe(
     elif result.pod.phase != "Succeeded":
         result.problems.append(f"{name} ended {result.pod.status_text()}")
     return result
+
+
+def run_unrestricted_compute(
+    cluster: Cluster, namespace: str, target: GpuTarget, run_id: str, name: str
+) -> ProbeResult:
+    """The compute probe at ``UNRESTRICTED_CORES`` on the target card for ``COMPUTE_SECONDS``:
+    the same-run reference TC-12's and TC-14's shares are measured against."""
+    body = probe_body(
+        target,
+        run_id,
+        name,
+        compute_args(COMPUTE_SECONDS),
+        memory_mib=COMPUTE_POD_MEMORY_MIB,
+        cores=UNRESTRICTED_CORES,
+    )
+    return run_probe(cluster, namespace, body, COMPUTE_SECONDS)
 
 
 def wait_output(

@@ -24,6 +24,7 @@ from tests.acceptance.gpu_live import (
     probe_body,
     probe_namespace,
     run_probe,
+    run_unrestricted_compute,
 )
 from tests.acceptance.gpu_plan import (
     COMPUTE_POD_MEMORY_MIB,
@@ -31,7 +32,6 @@ from tests.acceptance.gpu_plan import (
     COMPUTE_SHARE_CORES,
     CORE_POLICY_ENV,
     FORCE_CORE_POLICY,
-    UNRESTRICTED_CORES,
     GpuPlan,
 )
 from tests.acceptance.gpu_workloads import compute_args
@@ -51,18 +51,8 @@ def test_tc12_compute_share_holds(
     if busy is not None:
         pytest.fail(busy, pytrace=False)
     with probe_namespace(cluster, live.run_id) as namespace:
-        unrestricted = run_probe(
-            cluster,
-            namespace,
-            probe_body(
-                gpu_target,
-                live.run_id,
-                "compute-unrestricted",
-                compute_args(COMPUTE_SECONDS),
-                memory_mib=COMPUTE_POD_MEMORY_MIB,
-                cores=UNRESTRICTED_CORES,
-            ),
-            COMPUTE_SECONDS,
+        unrestricted = run_unrestricted_compute(
+            cluster, namespace, gpu_target, live.run_id, "compute-unrestricted"
         )
         limited = run_probe(
             cluster,

@@ -29,19 +29,17 @@ from tests.acceptance.gpu_live import (
     probe_body,
     probe_namespace,
     result_of,
-    run_probe,
+    run_unrestricted_compute,
     wait_output,
     wait_phase,
 )
 from tests.acceptance.gpu_plan import (
     COMPUTE_POD_MEMORY_MIB,
-    COMPUTE_SECONDS,
     INTERFERENCE_ALONE_SECONDS,
     INTERFERENCE_SECONDS,
     INTERFERENCE_SHARES,
     PROBE_SLACK_SECONDS,
     PROBE_START_SECONDS,
-    UNRESTRICTED_CORES,
     GpuPlan,
     sharing_problem,
 )
@@ -78,18 +76,8 @@ def test_tc14_shares_hold_against_a_busy_neighbour(
     first_share, second_share = INTERFERENCE_SHARES
     problems: list[str] = []
     with probe_namespace(cluster, live.run_id) as namespace:
-        unrestricted = run_probe(
-            cluster,
-            namespace,
-            probe_body(
-                gpu_target,
-                live.run_id,
-                "card-unrestricted",
-                compute_args(COMPUTE_SECONDS),
-                memory_mib=COMPUTE_POD_MEMORY_MIB,
-                cores=UNRESTRICTED_CORES,
-            ),
-            COMPUTE_SECONDS,
+        unrestricted = run_unrestricted_compute(
+            cluster, namespace, gpu_target, live.run_id, "card-unrestricted"
         )
         problems.extend(unrestricted.problems)
         names = ("share-first", "share-second")
