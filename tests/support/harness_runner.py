@@ -185,6 +185,9 @@ class RecordingMonitor(mocks.MockMonitor):
                     "delete": request.customTimeouts.delete,
                 },
                 "deleted_with": request.deletedWith,
+                # Old URNs this registration answers for (the SDK sends full URNs when the
+                # monitor does not take alias specs, as the mock's does not).
+                "aliases": [alias.urn for alias in request.aliases if alias.urn],
             }
         record["options"] = options
         self.records.append(record)
