@@ -80,7 +80,7 @@ check: ## Static checks: ruff (lint + format), mypy, shellcheck
 
 .PHONY: preflight
 preflight: venv ## Check this host can run the lab (Docker, Linux, CPUs, memory, disk, kind, kubectl)
-	$(BIN)/python -m components.preflight
+	$(BIN)/python -m components.lab.preflight
 
 .PHONY: lab
 lab: venv preflight kamaji-chart lab-stack ## Bring the lab up end to end: pulumi up, acceptance suite, kubeconfigs

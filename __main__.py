@@ -7,20 +7,23 @@ Tenants never depend on each other, so Pulumi builds them in parallel.
 import pulumi
 
 from components import resource_names
-from components.config import PlatformConfig, Tenant, load_platform_config
+from components.config import Tenant
 from components.gpu_tenant import GpuTenant, GpuTenantArgs
 from components.gpu_worker_pool import GpuWorkerPool, GpuWorkerPoolArgs
 from components.management_cluster import ManagementCluster, ManagementClusterArgs
+from components.stack import Stack, load_stack
 
 
 def build_tenant(
-    platform: PlatformConfig, tenant_config: Tenant, management: ManagementCluster
+    stack: Stack, tenant_config: Tenant, management: ManagementCluster
 ) -> tuple[GpuTenant, pulumi.Output[dict[str, object]]]:
     """One tenant with its pools, and the summary the stack exports for it."""
+    platform = stack.platform
     tenant = GpuTenant(
         tenant_config.name,
         GpuTenantArgs(
             platform=platform,
+            substrate=stack.substrate,
             tenant=tenant_config,
             management=management,
             address=management.tenant_address(tenant_config.name),
@@ -31,6 +34,7 @@ def build_tenant(
             resource_names.pool_component(tenant_config.name, pool.name),
             GpuWorkerPoolArgs(
                 platform=platform,
+                substrate=stack.substrate,
                 tenant_config=tenant_config,
                 pool=pool,
                 tenant=tenant,
@@ -53,10 +57,11 @@ def build_tenant(
 
 
 def main() -> None:
-    platform = load_platform_config()
+    stack = load_stack()
+    platform = stack.platform
     management = ManagementCluster("management", ManagementClusterArgs(platform=platform))
     built = {
-        tenant_config.name: build_tenant(platform, tenant_config, management)
+        tenant_config.name: build_tenant(stack, tenant_config, management)
         for tenant_config in platform.tenants
     }
     pulumi.export("mode", platform.mode)

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from components.config import CONFIG_KEY, parse_platform
-from components.lab_network import tenant_slot
+from components.lab.network import tenant_slot
 
 PLATFORM_KEY = f"gpu-platform:{CONFIG_KEY}"
 FULL_SIZES: tuple[int, ...] = (2, 10, 50, 100)
@@ -53,7 +53,7 @@ def datastore_identifier(index: int) -> str:
 
 def _lab_numbers(count: int, pool_size: int) -> list[int]:
     """Tenant numbers whose names hash to distinct lab addresses (the lab refuses two tenants
-    without a fixed address on one, see ``components.lab_network.tenant_slot``): ``bench-001``,
+    without a fixed address on one, see ``components.lab.network.tenant_slot``): ``bench-001``,
     ``bench-002`` … skipping a name whose address an earlier one has."""
     if count > pool_size:
         return list(range(count))  # parse_platform reports the pool as too small

@@ -28,7 +28,7 @@ from pydantic.alias_generators import to_camel
 
 from components.catalog import CARD_CATALOG, CardModel
 from components.lab.mock_device_plugin import MAX_NODE_MEMORY_MIB as MOCK_MAX_NODE_MEMORY_MIB
-from components.lab_network import pool_size_problem, slot_collisions
+from components.lab.network import pool_size_problem, slot_collisions
 from components.versions import PINNED, kind_node_image
 
 CONFIG_KEY = "platform"

@@ -46,50 +46,31 @@ import pulumi_kubernetes as k8s
 
 from components import resource_names
 from components.config import PlatformConfig, Tenant
-from components.k8s_objects import typed_object
-from components.lab import kube_proxy, mock_device_plugin
-from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, LAB_ONLY_LABEL
+from components.labels import HAMI_WEBHOOK_IGNORE_LABEL
 from components.management_cluster import ManagementCluster
+from components.sites import InsideTenant, TenantSite
+from components.substrate import Substrate
 from components.tenant_specs import (
-    ADMIN_KUBECONFIG_KEY,
     API_SERVER_PORT,
-    SUPER_ADMIN_KUBECONFIG_KEY,
-    admin_kubeconfig_secret,
-    capi_cluster,
-    data_store_name,
-    datastore_secret_data,
-    decode_kubeconfig,
-    dedicated_etcd_name,
-    external_datastore,
-    infrastructure_cluster,
-    kamaji_control_plane,
     kubeconfig_server,
     namespaces_to_create,
     network_policies,
     resource_quota,
-    tenant_control_plane,
     tenant_labels,
     workload_deployment,
 )
 from components.tenant_values import (
     CALICO_CRDS_RELEASE,
-    GPU_OPERATOR_NAMESPACE,
     HAMI_NAMESPACE,
     TIGERA_OPERATOR_NAMESPACE,
     calico_crds_values,
     calico_values,
-    control_plane_timeout,
     device_modes,
     device_split_count,
-    driver_repositories_configmap,
-    gpu_operator_values,
     hami_values,
-    kamaji_etcd_values,
-    release_timeout_seconds,
     webhook_excluded_namespaces,
 )
-from components.versions import PINNED, HelmChart
-from components.worker_specs import CAPI_DELETE_TIMEOUT
+from components.versions import PINNED
 
 TYPE_TOKEN = "gpu-platform:index:GpuTenant"
 
@@ -97,6 +78,7 @@ TYPE_TOKEN = "gpu-platform:index:GpuTenant"
 @dataclass(frozen=True)
 class GpuTenantArgs:
     platform: PlatformConfig
+    substrate: Substrate
     tenant: Tenant
     management: ManagementCluster
     # The control plane's fixed LoadBalancer address (lab: from the MetalLB pool). None falls
@@ -175,18 +157,29 @@ class GpuTenant(pulumi.ComponentResource):
             pulumi.Output.from_input(address) if address is not None else None
         )
 
+        self._substrate = args.substrate
+        self._site = TenantSite(
+            name=name,
+            platform=args.platform,
+            tenant=args.tenant,
+            management=args.management,
+            component=self,
+            namespace=self._ns,
+            labels=self._labels,
+            address=self._address,
+            release_timeout=args.substrate.release_timeout_seconds,
+        )
+
         namespace, policies = self._management_namespace()
         self.namespace = namespace.metadata.apply(lambda m: _meta_name(m, self._ns))
-        if self._platform.mode == "lab":
-            control_plane, kubeconfig_read = self._lab_control_plane(namespace, policies)
-            self.cluster_name = pulumi.Output.from_input(args.tenant.name)
-            self.teardown_root: pulumi.Resource = control_plane
-            identity = [control_plane]
-        else:
-            control_plane, cluster, kubeconfig_read = self._prod_control_plane(namespace, policies)
-            self.cluster_name = cluster.urn.apply(lambda _: args.tenant.name)
-            self.teardown_root = cluster
-            identity = [control_plane, cluster]
+        parts = args.substrate.control_plane(self._site, namespace, policies)
+        control_plane = parts.control_plane
+        identity = parts.identity
+        self.cluster_name = parts.cluster_name
+        self.teardown_root: pulumi.Resource = parts.teardown_root
+        self.kubeconfig = parts.kubeconfig.kubeconfig
+        self._provider_kubeconfig = parts.kubeconfig.provider_kubeconfig
+        kubeconfig_read = parts.kubeconfig.secret
         # Tied to the registration (known in preview, unlike the ID).
         self.control_plane_name = control_plane.urn.apply(lambda _: args.tenant.name)
         self.control_plane_ready = [control_plane, kubeconfig_read]
@@ -205,7 +198,7 @@ class GpuTenant(pulumi.ComponentResource):
                 lambda uids: tenant_cluster_identifier(args.tenant.name, uids)
             ),
             # A lab torn down by hand (kind cluster deleted) must still be destroyable.
-            delete_unreachable=self._platform.mode == "lab",
+            delete_unreachable=args.substrate.tenant_provider_deletes_unreachable,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.endpoint = (
@@ -240,32 +233,6 @@ class GpuTenant(pulumi.ComponentResource):
             parent=self, provider=self.provider, deleted_with=self.teardown_root, **kwargs
         )
 
-    def _release(
-        self,
-        resource_name: str,
-        release_name: str,
-        chart: HelmChart,
-        namespace: str,
-        values: dict[str, Any],
-        opts: pulumi.ResourceOptions,
-    ) -> k8s.helm.v3.Release:
-        return k8s.helm.v3.Release(
-            resource_name,
-            k8s.helm.v3.ReleaseArgs(
-                name=release_name,
-                chart=chart.chart,
-                version=chart.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
-                namespace=namespace,
-                values=values,
-                skip_await=False,
-                timeout=release_timeout_seconds(self._platform.mode),
-            ),
-            opts=opts,
-        )
-
-    # ---------------------------------------------------------------- management cluster
-
     def _management_namespace(
         self,
     ) -> tuple[k8s.core.v1.Namespace, list[k8s.networking.v1.NetworkPolicy]]:
@@ -288,7 +255,7 @@ class GpuTenant(pulumi.ComponentResource):
                 metadata={"name": self._ns, "labels": dict(self._labels)},
                 opts=self._on_management(),
             )
-        blocked = [self._platform.kind.pod_subnet] if self._platform.mode == "lab" else []
+        blocked = self._substrate.blocked_pod_cidrs(self._platform)
         policies = [
             k8s.networking.v1.NetworkPolicy(
                 f"{self._name}-{manifest['metadata']['name']}",
@@ -300,214 +267,28 @@ class GpuTenant(pulumi.ComponentResource):
         ]
         return namespace, policies
 
-    def _custom_resource(
-        self, resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions
-    ) -> k8s.apiextensions.CustomResource:
-        return k8s.apiextensions.CustomResource(
-            resource_name,
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=opts,
-        )
-
-    def _control_plane_timeouts(self) -> pulumi.CustomTimeouts:
-        """Create/update wait for the control plane to be ready; in prod a delete waits for the
-        machines and datastore cleanup behind it (``CAPI_DELETE_TIMEOUT``)."""
-        timeout = control_plane_timeout(self._platform.mode)
-        delete = CAPI_DELETE_TIMEOUT if self._platform.mode == "prod" else None
-        return pulumi.CustomTimeouts(create=timeout, update=timeout, delete=delete)
-
-    def _lab_control_plane(
-        self, namespace: k8s.core.v1.Namespace, policies: Sequence[pulumi.Resource]
-    ) -> tuple[k8s.apiextensions.CustomResource, k8s.core.v1.Secret]:
-        tenant = self._tenant
-        manifest = tenant_control_plane(
-            tenant,
-            namespace=self._ns,
-            kubernetes_version=self._platform.kubernetes_version,
-            address=self._address,
-        )
-        tcp = self._custom_resource(
-            f"{self._name}-control-plane",
-            manifest,
-            self._on_management(
-                depends_on=[namespace, *policies, *self._management.ready],
-                custom_timeouts=self._control_plane_timeouts(),
-            ),
-        )
-        secret = self._read_kubeconfig(
-            f"{self._name}-admin-kubeconfig",
-            [tcp],
-            admin_kubeconfig_secret(tenant.name),
-            ADMIN_KUBECONFIG_KEY,
-            # Kamaji reports Ready before its in-tenant controllers have bound admin.conf's
-            # group to cluster-admin; super-admin.conf (system:masters) needs no RBAC, so the
-            # program's first calls into the tenant cannot be refused with a 403.
-            provider_key=SUPER_ADMIN_KUBECONFIG_KEY,
-        )
-        return tcp, secret
-
-    def _prod_control_plane(
-        self, namespace: k8s.core.v1.Namespace, policies: Sequence[pulumi.Resource]
-    ) -> tuple[
-        k8s.apiextensions.CustomResource, k8s.apiextensions.CustomResource, k8s.core.v1.Secret
-    ]:
-        tenant = self._tenant
-        provider = self._platform.existing.cluster_api.infrastructure.name
-        datastore = self._prod_datastore(namespace, policies)
-        infra = self._custom_resource(
-            f"{self._name}-infrastructure-cluster",
-            infrastructure_cluster(
-                provider,
-                name=tenant.name,
-                namespace=self._ns,
-                labels=self._labels,
-                address=self._address,
-            ),
-            self._on_management(depends_on=[namespace, *self._management.ready]),
-        )
-        kcp = self._custom_resource(
-            f"{self._name}-control-plane",
-            kamaji_control_plane(
-                tenant,
-                namespace=self._ns,
-                kubernetes_version=self._platform.kubernetes_version,
-                address=self._address,
-            ),
-            self._on_management(
-                depends_on=[namespace, *policies, *datastore, *self._management.ready],
-                custom_timeouts=self._control_plane_timeouts(),
-            ),
-        )
-        # Not after the KamajiControlPlane: it becomes ready only once this Cluster owns it.
-        cluster = self._custom_resource(
-            f"{self._name}-cluster",
-            capi_cluster(tenant, namespace=self._ns, infrastructure_provider=provider),
-            self._on_management(
-                depends_on=[namespace, infra, *self._management.ready],
-                custom_timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
-            ),
-        )
-        # The provider copies admin.conf into <cluster>-kubeconfig (provider v0.20.0
-        # controllers/kamajicontrolplane_controller_resources.go:132-172), whose group is bound to
-        # cluster-admin only once Kamaji's in-tenant soot manager ran PhaseClusterAdminRBAC, after
-        # the control plane reports Ready (Kamaji 26.8.2-edge controllers/soot/manager.go:212-216,
-        # internal/resources/kubeadm_phases.go:176-214; clastix/kamaji#1167, unfixed). So, as in
-        # the lab, the tenant provider uses super-admin.conf from the TenantControlPlane's own
-        # Secret (the TCP is named and namespaced like the KamajiControlPlane,
-        # kamajicontrolplane_controller_tcp.go:32-34); people get its admin.conf.
-        secret = self._read_kubeconfig(
-            f"{self._name}-admin-kubeconfig",
-            [kcp, cluster],
-            admin_kubeconfig_secret(tenant.name),
-            ADMIN_KUBECONFIG_KEY,
-            provider_key=SUPER_ADMIN_KUBECONFIG_KEY,
-        )
-        return kcp, cluster, secret
-
-    def _prod_datastore(
-        self, namespace: k8s.core.v1.Namespace, policies: Sequence[pulumi.Resource]
-    ) -> list[pulumi.Resource]:
-        """The tenant's dedicated DataStore; a named (shared) one is declared elsewhere."""
-        tenant = self._tenant
-        dedicated = tenant.data_store.dedicated
-        if dedicated is None:
-            return []
-        if dedicated.deploys_kamaji_etcd:
-            release = self._release(
-                f"{self._name}-etcd",
-                dedicated_etcd_name(tenant.name),
-                PINNED.kamaji_etcd,
-                self._ns,
-                kamaji_etcd_values(
-                    tenant.name, dedicated, cluster_domain=self._platform.existing.cluster_domain
-                ),
-                self._on_management(depends_on=[namespace, *policies, *self._management.ready]),
-            )
-            return [release]
-        config_key = dedicated.credentials_config_key
-        if config_key is None:  # enforced by DedicatedDataStore
-            raise ValueError(f"tenant {tenant.name}: external DataStore without credentials")
-        secret_name = f"{tenant.name}-datastore-credentials"
-        driver = dedicated.driver
-        credentials = pulumi.Config().require_secret(config_key)
-        secret = k8s.core.v1.Secret(
-            f"{self._name}-datastore-credentials",
-            metadata={"name": secret_name, "namespace": self._ns, "labels": dict(self._labels)},
-            type="Opaque",
-            # Derived from a secret config value, so itself secret.
-            string_data=credentials.apply(
-                lambda raw: datastore_secret_data(driver, raw, config_key)
-            ),
-            opts=self._on_management(
-                depends_on=[namespace], additional_secret_outputs=["data", "stringData"]
-            ),
-        )
-        datastore = self._custom_resource(
-            f"{self._name}-datastore",
-            external_datastore(
-                data_store_name(tenant),
-                dedicated,
-                secret_name=secret_name,
-                secret_namespace=self._ns,
-                labels=self._labels,
-            ),
-            self._on_management(depends_on=[secret, *self._management.ready]),
-        )
-        return [datastore]
-
-    def _read_kubeconfig(
-        self,
-        resource_name: str,
-        after: Sequence[pulumi.CustomResource],
-        secret_name: str,
-        key: str,
-        provider_key: str | None = None,
-    ) -> k8s.core.v1.Secret:
-        """Read the kubeconfig Secret once ``after`` is ready and set ``self.kubeconfig`` (from
-        ``key``, exported for people) and the tenant provider's (from ``provider_key``, else the
-        same).
-
-        The read's ID waits for the control plane's ID: on a first preview the control plane
-        does not exist, the ID is unknown and the engine skips the read (the kubeconfig stays
-        unknown) instead of failing on a Secret that is not there yet."""
-        namespace = self._ns
-        secret_id = pulumi.Output.all(*[r.id for r in after]).apply(
-            lambda _: f"{namespace}/{secret_name}"
-        )
-        secret = k8s.core.v1.Secret.get(
-            resource_name,
-            secret_id,
-            opts=self._on_management(depends_on=list(after), additional_secret_outputs=["data"]),
-        )
-        self.kubeconfig = pulumi.Output.secret(
-            secret.data.apply(lambda data: decode_kubeconfig(data, key, secret_name))
-        )
-        self._provider_kubeconfig: pulumi.Output[str] = (
-            pulumi.Output.secret(
-                secret.data.apply(lambda data: decode_kubeconfig(data, provider_key, secret_name))
-            )
-            if provider_key is not None
-            else self.kubeconfig
-        )
-        return secret
-
-    # ------------------------------------------------------------------ inside the tenant
-
     def _inside_tenant(self) -> list[pulumi.Resource]:
-        """Calico, (prod) the GPU Operator, HAMi and the GPU quotas; returns [Calico, HAMi]."""
+        """Calico, what the environment needs before HAMi (lab: its kube-proxy; prod: the GPU
+        Operator), HAMi, what the environment adds after it (lab: the mock device plugin) and
+        the GPU quotas; returns [Calico, HAMi]."""
         platform, tenant = self._platform, self._tenant
-        system = [TIGERA_OPERATOR_NAMESPACE, HAMI_NAMESPACE]
-        if platform.mode == "prod":
-            system.append(GPU_OPERATOR_NAMESPACE)
+        system = [
+            TIGERA_OPERATOR_NAMESPACE,
+            HAMI_NAMESPACE,
+            *self._substrate.tenant_system_namespaces,
+        ]
         # Belt and braces next to the webhook's whitelist: HAMi skips namespaces labelled so.
         self._namespaces = {
             ns: self._tenant_namespace(ns, {HAMI_WEBHOOK_IGNORE_LABEL: "ignore"}) for ns in system
         }
         for ns in namespaces_to_create(tenant, existing=system):
             self._namespaces[ns] = self._tenant_namespace(ns, {})
+        inside = InsideTenant(
+            site=self._site,
+            provider=self.provider,
+            teardown_root=self.teardown_root,
+            namespaces=self._namespaces,
+        )
 
         operator_namespace = self._namespaces[TIGERA_OPERATOR_NAMESPACE]
         # Calico's CRDs first: the tigera-operator chart (v3.32+) renders an Installation but ships
@@ -515,53 +296,29 @@ class GpuTenant(pulumi.ComponentResource):
         # release (not server-side apply) because its stored release fits the 1 MiB Secret limit
         # (tests/contract/test_calico_crds.py measures it) and Helm waits until every CRD is
         # Established; upstream only warns about kubectl's client-side apply annotation.
-        calico_crds = self._release(
+        calico_crds = inside.release(
             f"{self._name}-calico-crds",
             CALICO_CRDS_RELEASE,
             PINNED.calico_crds,
             TIGERA_OPERATOR_NAMESPACE,
             calico_crds_values(),
-            self._in_tenant(depends_on=[operator_namespace]),
+            inside.opts(depends_on=[operator_namespace]),
         )
-        calico = self._release(
+        calico = inside.release(
             f"{self._name}-calico",
             "calico",
             PINNED.tigera_operator,
             TIGERA_OPERATOR_NAMESPACE,
             calico_values(tenant.network.pod_cidr, self._address),
-            self._in_tenant(depends_on=[operator_namespace, calico_crds]),
+            inside.opts(depends_on=[operator_namespace, calico_crds]),
         )
-        hami_after: list[pulumi.Resource] = [self._namespaces[HAMI_NAMESPACE], calico]
-        if platform.mode == "lab":
-            # HAMi's certificate hook Job and scheduler reach the API through its ClusterIP.
-            hami_after.append(self._lab_kube_proxy())
-        if platform.mode == "prod":
-            operator_after: list[pulumi.Resource] = [
-                self._namespaces[GPU_OPERATOR_NAMESPACE],
-                calico,
-            ]
-            repositories = driver_repositories_configmap(platform.gpu_driver)
-            if repositories is not None:
-                metadata: Any = {**repositories["metadata"], "labels": dict(self._labels)}
-                operator_after.append(
-                    k8s.core.v1.ConfigMap(
-                        f"{self._name}-gpu-driver-repositories",
-                        metadata=metadata,
-                        data=repositories["data"],
-                        opts=self._in_tenant(depends_on=[self._namespaces[GPU_OPERATOR_NAMESPACE]]),
-                    )
-                )
-            hami_after.append(
-                self._release(
-                    f"{self._name}-gpu-operator",
-                    "gpu-operator",
-                    PINNED.gpu_operator,
-                    GPU_OPERATOR_NAMESPACE,
-                    gpu_operator_values(platform.gpu_driver),
-                    self._in_tenant(depends_on=operator_after),
-                )
-            )
-        hami = self._release(
+        hami_after: list[pulumi.Resource] = [
+            self._namespaces[HAMI_NAMESPACE],
+            calico,
+            *self._substrate.before_hami(inside, calico),
+        ]
+        modes = device_modes(tenant, self._substrate.default_device_mode())
+        hami = inside.release(
             f"{self._name}-hami",
             "hami",
             PINNED.hami,
@@ -569,14 +326,15 @@ class GpuTenant(pulumi.ComponentResource):
             hami_values(
                 kubernetes_version=platform.kubernetes_version,
                 hami=platform.hami,
-                modes=device_modes(platform, tenant),
-                excluded_namespaces=webhook_excluded_namespaces(platform.mode),
+                modes=modes,
+                excluded_namespaces=webhook_excluded_namespaces(
+                    self._substrate.tenant_system_namespaces
+                ),
                 split_count=device_split_count(p.slots_per_card for p in tenant.worker_pools),
             ),
-            self._in_tenant(depends_on=hami_after),
+            inside.opts(depends_on=hami_after),
         )
-        if "mock" in device_modes(platform, tenant):
-            self._lab_mock_device_plugin(after=[hami])
+        self._substrate.after_hami(inside, hami, modes)
         for quota in tenant.gpu_quotas:
             manifest = resource_quota(quota, tenant.name)
             created = self._namespaces.get(quota.namespace)
@@ -588,84 +346,6 @@ class GpuTenant(pulumi.ComponentResource):
             )
         self._hami = hami
         return [calico, hami]
-
-    def _lab_kube_proxy(self) -> k8s.apps.v1.DaemonSet:
-        """LAB_ONLY: a kube-proxy that never writes a conntrack sysctl, in place of Kamaji's addon
-        (``components.lab.kube_proxy``); its kubeconfig points at the control plane's
-        LoadBalancer address, the only way to the API before kube-proxy runs."""
-        if self._address is None:
-            raise ValueError(
-                f"tenant {self._tenant.name}: the lab's kube-proxy needs the control plane's "
-                "LoadBalancer address (controlPlane.address or the MetalLB pool)"
-            )
-        objects = kube_proxy.manifests(self._platform.kubernetes_version, self._labels)
-        name = f"{self._name}-kube-proxy"
-        account = typed_object(f"{name}-account", objects["serviceAccount"], self._in_tenant())
-        binding = typed_object(
-            f"{name}-binding",
-            objects["clusterRoleBinding"],
-            self._in_tenant(depends_on=[account]),
-        )
-        role = typed_object(f"{name}-config-reader", objects["role"], self._in_tenant())
-        typed_object(
-            f"{name}-config-reader-binding",
-            objects["roleBinding"],
-            self._in_tenant(depends_on=[role]),
-        )
-        pod_cidr = self._tenant.network.pod_cidr
-        config = typed_object(
-            f"{name}-config",
-            objects["configMap"],
-            self._in_tenant(),
-            data=self._address.apply(
-                lambda address: kube_proxy.config_map_data(
-                    pod_cidr, f"https://{address}:{API_SERVER_PORT}"
-                )
-            ),
-        )
-        daemon_set: k8s.apps.v1.DaemonSet = typed_object(
-            name, objects["daemonSet"], self._in_tenant(depends_on=[binding, config])
-        )
-        return daemon_set
-
-    def _lab_mock_device_plugin(self, after: Sequence[pulumi.Resource]) -> k8s.apps.v1.DaemonSet:
-        """LAB_ONLY: HAMi's mock device plugin with a device config it can decode, in place of
-        the chart's (``components.lab.mock_device_plugin``). Created once HAMi is up: then the
-        tenant's pod network and ClusterIPs work, and awaiting the DaemonSet proves the mock runs
-        on every node."""
-        labels = {**self._labels, LAB_ONLY_LABEL: "true"}
-        objects = mock_device_plugin.manifests(
-            HAMI_NAMESPACE, PINNED.hami_mock_device_plugin_tag, labels
-        )
-        name = f"{self._name}-mock-device-plugin"
-        # Every object after HAMi: a lab deployed before this layout had the chart's own mock,
-        # with these names, which Helm removes only on HAMi's upgrade (created earlier, ours
-        # would collide with them: pulumi-kubernetes creates without upsert).
-        first = [self._namespaces[HAMI_NAMESPACE], *after]
-        account = typed_object(
-            f"{name}-account", objects["serviceAccount"], self._in_tenant(depends_on=first)
-        )
-        role = typed_object(
-            f"{name}-role", objects["clusterRole"], self._in_tenant(depends_on=first)
-        )
-        binding = typed_object(
-            f"{name}-binding",
-            objects["clusterRoleBinding"],
-            self._in_tenant(depends_on=[role, account]),
-        )
-        config = typed_object(
-            f"{name}-config", objects["configMap"], self._in_tenant(depends_on=first)
-        )
-        timeout = f"{release_timeout_seconds(self._platform.mode)}s"
-        daemon_set: k8s.apps.v1.DaemonSet = typed_object(
-            name,
-            objects["daemonSet"],
-            self._in_tenant(
-                depends_on=[binding, config, *after],
-                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
-            ),
-        )
-        return daemon_set
 
     def _tenant_namespace(self, namespace: str, extra_labels: dict[str, str]) -> pulumi.Resource:
         return k8s.core.v1.Namespace(

@@ -1,9 +1,10 @@
 """One typed Pulumi resource from one built-in Kubernetes manifest.
 
 The lab's own workloads (kube-proxy, the mock device plugin, the allocation completer) are built
-as plain manifests by pure functions (``components/lab``, ``components/completer``) and registered
-as the typed pulumi-kubernetes resources of their kinds, so previews show their fields and the
-policy pack sees them as what they are. This maps a manifest's kind and fields onto its class.
+as plain manifests by pure functions (``components/lab``, ``components/lab/completer``) and
+registered as the typed pulumi-kubernetes resources of their kinds, so previews show their fields
+and the policy pack sees them as what they are. This maps a manifest's kind and fields onto its
+class.
 """
 
 from __future__ import annotations

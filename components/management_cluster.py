@@ -25,8 +25,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from components import chart_cache, lab_network, preflight
+from components import chart_cache
 from components.config import ExistingManagement, KindManagement, PlatformConfig
+from components.lab import network as lab_network
+from components.lab import preflight
 from components.management_values import (
     CAPI_OPERATOR_NAMESPACE,
     CAPI_OPERATOR_RELEASE,

@@ -40,7 +40,6 @@ from components.config import (
     DedicatedDataStore,
     GpuDriver,
     HamiSettings,
-    PlatformConfig,
     Tenant,
 )
 from components.tenant_specs import Address, dedicated_etcd_name
@@ -67,41 +66,21 @@ KUBE_SCHEDULER_REPOSITORY = "kube-scheduler"
 # A Go time.Duration as ``time.ParseDuration`` accepts it (what HAMi's flag parser uses).
 _GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 
-# How long Helm waits for a tenant release. Tenant releases need worker nodes (HAMi's
-# certificate hook Job, the tigera-operator and HAMi scheduler Deployments), and workers join
-# in parallel with them: a kindest/node container in the lab, a bare-metal machine in prod.
-_RELEASE_TIMEOUT_SECONDS = MappingProxyType({"lab": 20 * 60, "prod": 90 * 60})
-# How long Pulumi waits for a hosted control plane to report Ready.
-_CONTROL_PLANE_TIMEOUT = MappingProxyType({"lab": "30m", "prod": "60m"})
-
-
-def release_timeout_seconds(mode: str) -> int:
-    """Helm ``--timeout`` for releases inside a tenant (and its dedicated datastore)."""
-    return _RELEASE_TIMEOUT_SECONDS[mode]
-
-
-def control_plane_timeout(mode: str) -> str:
-    """Pulumi create/update timeout for the TenantControlPlane (lab) or KamajiControlPlane."""
-    return _CONTROL_PLANE_TIMEOUT[mode]
-
-
 # ------------------------------------------------------------------------------------- HAMi
 
 
-def webhook_excluded_namespaces(mode: str) -> list[str]:
-    """Namespaces HAMi's webhook must never gate: the system ones, the CNI's, HAMi's own and, in
-    prod, the GPU Operator's. With ``failurePolicy: Fail`` a pod in any of them would otherwise
-    wait for HAMi, and HAMi's own pods (and the Konnectivity agent the webhook call travels
-    through) could never start."""
-    namespaces = [
+def webhook_excluded_namespaces(environment_namespaces: Iterable[str] = ()) -> list[str]:
+    """Namespaces HAMi's webhook must never gate: the system ones, the CNI's, HAMi's own and the
+    environment's own system namespaces (prod: the GPU Operator's). With ``failurePolicy: Fail``
+    a pod in any of them would otherwise wait for HAMi, and HAMi's own pods (and the
+    Konnectivity agent the webhook call travels through) could never start."""
+    return [
         *SYSTEM_NAMESPACES,
         TIGERA_OPERATOR_NAMESPACE,
         *CALICO_NAMESPACES,
         HAMI_NAMESPACE,
+        *environment_namespaces,
     ]
-    if mode == "prod":
-        namespaces.append(GPU_OPERATOR_NAMESPACE)
-    return namespaces
 
 
 def kube_scheduler_image(kubernetes_version: str) -> dict[str, str]:
@@ -131,11 +110,11 @@ def device_split_count(slots_per_card: Iterable[int]) -> int | None:
     return values.pop() if len(values) == 1 else None
 
 
-def device_modes(platform: PlatformConfig, tenant: Tenant) -> set[str]:
-    """``mock`` and/or ``nvidia``: what the tenant's pools need from HAMi's device plugins. A
-    tenant without pools gets the mode's default."""
-    modes: set[str] = {platform.tenant_device_mode(pool) for pool in tenant.worker_pools}
-    return modes or {"mock" if platform.mode == "lab" else "nvidia"}
+def device_modes(tenant: Tenant, default: str) -> set[str]:
+    """``mock`` and/or ``nvidia``: what the tenant's pools need from HAMi's device plugins
+    (``default`` for a pool that names none, and for a tenant without pools)."""
+    modes: set[str] = {pool.device_mode or default for pool in tenant.worker_pools}
+    return modes or {default}
 
 
 def hami_values(

@@ -51,8 +51,9 @@ COREDNS_SELECTOR = "k8s-app=kube-dns"
 # k8s-app=konnectivity-agent in kube-system (constants.go AgentName / AgentNamespace).
 KONNECTIVITY_SELECTOR = "k8s-app=konnectivity-agent"
 
-# The lab's mock allocation completer, one per pool (components/completer/manifests.py): Deployment
-# and namespace "gpu-mock-completer-<pool>", pods labelled with the app name and the pool.
+# The lab's mock allocation completer, one per pool (components/lab/completer/manifests.py):
+# Deployment and namespace "gpu-mock-completer-<pool>", pods labelled with the app name and the
+# pool.
 COMPLETER_APP = ("app.kubernetes.io/name", "gpu-mock-allocation-completer")
 POOL_LABEL = "gpu-platform.io/pool"  # components/labels.py POOL_LABEL
 

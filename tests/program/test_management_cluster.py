@@ -90,7 +90,7 @@ import pulumi
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
-from components import preflight
+from components.lab import preflight
 from tests.support import harness
 from tests.support.harness_runner import FakeMocks, RecordingMonitor
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from components.completer import mock_allocation_completer as completer
-from components.completer.manifests import (
+from components.lab.completer import mock_allocation_completer as completer
+from components.lab.completer.manifests import (
     SCRIPT_PATH,
     completer_manifests,
     completer_namespace,

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from components.lab_network import (
+from components.lab.network import (
     LabNetworkError,
     address_ranges,
     assign_tenant_addresses,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from components import preflight
-from components.preflight import (
+from components.lab import preflight
+from components.lab.preflight import (
     GIB,
     HostFacts,
     PreflightError,

@@ -10,10 +10,13 @@ import pytest
 import yaml
 
 from components.config import DedicatedDataStore, GpuDriver, HamiSettings, parse_platform
+from components.lab import tenant as lab_tenant
+from components.lab.substrate import LabSubstrate
+from components.prod import tenant as prod_tenant
+from components.prod.substrate import ProdSubstrate
 from components.tenant_values import (
     HAMI_DEVICE_LIST_STRATEGY,
     calico_values,
-    control_plane_timeout,
     device_modes,
     device_split_count,
     driver_repositories_configmap,
@@ -24,7 +27,6 @@ from components.tenant_values import (
     hami_values,
     kamaji_etcd_values,
     kube_scheduler_image,
-    release_timeout_seconds,
     webhook_excluded_namespaces,
 )
 from tests.support.contracts import missing_values_keys
@@ -38,7 +40,7 @@ def _lab_values() -> dict[str, Any]:
         kubernetes_version="v1.35.0",
         hami=LAB_SETTINGS,
         modes={"mock"},
-        excluded_namespaces=webhook_excluded_namespaces("lab"),
+        excluded_namespaces=webhook_excluded_namespaces(LabSubstrate().tenant_system_namespaces),
         split_count=10,
     )
 
@@ -53,7 +55,7 @@ def _prod_values() -> dict[str, Any]:
             node_scheduler_policy="spread",
         ),
         modes={"nvidia"},
-        excluded_namespaces=webhook_excluded_namespaces("prod"),
+        excluded_namespaces=webhook_excluded_namespaces(ProdSubstrate().tenant_system_namespaces),
     )
 
 
@@ -79,7 +81,7 @@ def test_kube_scheduler_rejects_what_is_not_a_version(bad: str) -> None:
 
 
 def test_webhook_skips_system_cni_and_hami_namespaces() -> None:
-    lab = webhook_excluded_namespaces("lab")
+    lab = webhook_excluded_namespaces(LabSubstrate().tenant_system_namespaces)
     for namespace in (
         "kube-system",
         "kube-public",
@@ -92,14 +94,16 @@ def test_webhook_skips_system_cni_and_hami_namespaces() -> None:
         assert namespace in lab
     assert "gpu-operator" not in lab
     assert "default" not in lab
-    prod = webhook_excluded_namespaces("prod")
+    prod = webhook_excluded_namespaces(ProdSubstrate().tenant_system_namespaces)
     assert set(prod) == {*lab, "gpu-operator"}
 
 
 def test_webhook_failure_policy_and_whitelist_reach_the_chart() -> None:
     webhook = _lab_values()["scheduler"]["admissionWebhook"]
     assert webhook["failurePolicy"] == "Fail"
-    assert webhook["whitelistNamespaces"] == webhook_excluded_namespaces("lab")
+    assert webhook["whitelistNamespaces"] == webhook_excluded_namespaces(
+        LabSubstrate().tenant_system_namespaces
+    )
     ignore = hami_values(
         kubernetes_version="v1.35.0",
         hami=HamiSettings(webhook_failure_policy="Ignore"),
@@ -179,10 +183,13 @@ def test_prod_runs_the_real_device_plugin_under_the_gpu_operator_runtime() -> No
 def test_device_modes_follow_the_pools_and_the_stack_mode() -> None:
     lab = parse_platform(load_stack_config("lab")["gpu-platform:platform"])
     prod = parse_platform(load_stack_config("prod")["gpu-platform:platform"])
-    assert device_modes(lab, lab.tenants[0]) == {"mock"}
-    assert device_modes(prod, prod.tenants[0]) == {"nvidia"}
+    assert device_modes(lab.tenants[0], LabSubstrate().default_device_mode()) == {"mock"}
+    assert device_modes(prod.tenants[0], ProdSubstrate().default_device_mode()) == {"nvidia"}
     poolless = lab.tenants[0].model_copy(update={"worker_pools": []})
-    assert device_modes(lab, poolless) == {"mock"}
+    assert device_modes(poolless, "mock") == {"mock"}
+    mixed = lab.tenants[0].worker_pools[0].model_copy(update={"device_mode": "nvidia"})
+    both = lab.tenants[0].model_copy(update={"worker_pools": [*lab.tenants[0].worker_pools, mixed]})
+    assert device_modes(both, "mock") == {"mock", "nvidia"}
 
 
 def test_hami_rejects_unknown_device_modes() -> None:
@@ -294,9 +301,11 @@ def test_kamaji_etcd_is_not_for_external_datastores() -> None:
 
 def test_timeouts_leave_room_for_workers_to_join() -> None:
     # Longer than Helm's 5-minute default, and longer in prod (bare metal) than in the lab.
-    assert 300 < release_timeout_seconds("lab") < release_timeout_seconds("prod")
-    assert control_plane_timeout("lab").endswith("m")
-    assert control_plane_timeout("prod").endswith("m")
+    assert 300 < lab_tenant.RELEASE_TIMEOUT_SECONDS < prod_tenant.RELEASE_TIMEOUT_SECONDS
+    assert LabSubstrate().release_timeout_seconds == lab_tenant.RELEASE_TIMEOUT_SECONDS
+    assert ProdSubstrate().release_timeout_seconds == prod_tenant.RELEASE_TIMEOUT_SECONDS
+    assert lab_tenant.CONTROL_PLANE_TIMEOUT.endswith("m")
+    assert prod_tenant.CONTROL_PLANE_TIMEOUT.endswith("m")
 
 
 # ------------------------------------------------------- contract: keys exist in the charts

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.preflight import Requirements
+from components.lab.preflight import Requirements
 from components.versions import KIND_RELEASE
 from tests.support.harness import REPO_ROOT
 

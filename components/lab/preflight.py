@@ -17,7 +17,8 @@ whose memory and disk the running lab itself uses must not be refused.
 
 ``check_lab_host()`` is what the ManagementCluster calls before it registers anything. It never
 runs during ``pulumi preview`` (a PR runner has no Docker) nor with
-``GPU_PLATFORM_SKIP_PREFLIGHT=1``. ``python -m components.preflight`` runs the same check by hand.
+``GPU_PLATFORM_SKIP_PREFLIGHT=1``. ``python -m components.lab.preflight`` runs the same check by
+hand.
 """
 
 from __future__ import annotations
@@ -399,7 +400,7 @@ def check_lab_host(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m components.preflight [kind cluster name]``: check this host, the Pulumi CLI
+    """``python -m components.lab.preflight [kind cluster name]``: check this host, the Pulumi CLI
     included, and say what to fix."""
     args = sys.argv[1:] if argv is None else argv
     facts = gather_facts(kind_cluster=args[0] if args else DEFAULT_KIND_CLUSTER)

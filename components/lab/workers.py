@@ -1,0 +1,229 @@
+"""Lab worker pools: kindest/node containers joined to one tenant, with simulated GPUs.
+
+``replicas`` containers on the kind docker network, joined with kubeadm (scripts/worker/), each
+carrying the pool's declared cards (HAMi's ``hami.io/node-nvidia-register`` annotation, the
+``nvidia.com/gpu`` status capacity the mock device plugin needs, the tenant/pool/model labels and
+prod's ``gpu=on``, which nothing in the lab selects on) and, per pool, the mock allocation
+completer that does what the mock device plugin's empty Allocate leaves undone and puts that
+identity back after restarts. Decisions live in ``components.gpu_inventory``,
+``components.worker_specs`` and ``components.lab.completer.manifests``.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+import pulumi
+import pulumi_command as command
+import pulumi_docker as docker
+import pulumi_kubernetes as k8s
+
+from components.gpu_inventory import (
+    GPU_COUNT_RESOURCE,
+    gpu_capacity,
+    node_labels,
+    node_register_annotation,
+)
+from components.k8s_objects import typed_object
+from components.lab import docker_host
+from components.lab.completer.manifests import completer_manifests, completer_script, node_state
+from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TENANT_LABEL
+from components.scripts import read_script
+from components.sites import PoolSite
+from components.substrate import PoolParts
+from components.versions import PINNED
+from components.worker_specs import var_volume_name, worker_container_spec, worker_node_names
+
+BASH = ("/bin/bash", "-c")
+# Which docker container backs a lab node (changes when the container is replaced, so the node
+# patch is applied again to the node the new container registers).
+WORKER_CONTAINER_ANNOTATION = "gpu-platform.io/worker-container"
+# pulumi-kubernetes: resolve server-side apply conflicts in this patch's favour
+# (provider/pkg/metadata/annotations.go AnnotationPatchForce).
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+
+
+def _script(name: str) -> str:
+    return read_script("worker", name)
+
+
+def lab_workers(site: PoolSite) -> PoolParts:
+    """``replicas`` kindest/node containers joined to the tenant, their declared cards, and the
+    pool's mock allocation completer."""
+    args = site
+    name = site.name
+    tenant_name = args.tenant_config.name
+    pool = args.pool
+    cards = pool.resolved_cards()
+    names = worker_node_names(tenant_name, pool.name, pool.replicas)
+    network = args.management.kind_network
+    if network is None:  # the kind network is a lab output; fall back to its configured name
+        network = pulumi.Output.from_input(args.platform.kind.docker_network)
+    kubeconfig: pulumi.Output[str] = pulumi.Output.secret(args.tenant.kubeconfig)
+    capacity = str(gpu_capacity(cards, pool.slots_per_card))
+    labels = node_labels(tenant_name, pool.name, cards, lab=True)
+
+    # kind's host-dependent node arguments (/dev/mapper, --userns=host, /dev/fuse, the
+    # proxy), decided from `docker info` and this process's environment as kind decides them.
+    facts = docker_host.read_docker_info(dry_run=pulumi.runtime.is_dry_run())
+    host = docker_host.node_options(docker_host.docker_host(facts))
+    for reason in host.reasons:
+        pulumi.log.info(
+            f"pool {pool.name}: worker containers get {reason}", resource=site.component
+        )
+    proxy = docker_host.proxy_settings(os.environ)
+    envs: pulumi.Output[list[str]] | None = None
+    if proxy:
+        direct = [args.tenant_config.network.pod_cidr, args.tenant_config.network.service_cidr]
+        envs = pulumi.Output.secret(
+            args.tenant.endpoint.apply(
+                lambda endpoint: docker_host.proxy_envs(
+                    proxy, [urllib.parse.urlparse(endpoint).hostname or "", *direct, *names]
+                )
+            )
+        )
+
+    image = docker.RemoteImage(
+        f"{name}-worker-image",
+        name=args.platform.effective_worker_image,
+        keep_locally=True,  # other pools (and the next `up`) use the same image
+        opts=site.opts(),
+    )
+    joins: list[command.local.Command] = []
+    # What each node must carry; the completer keeps it in place across restarts.
+    identity = {
+        node: node_state(
+            labels,
+            {
+                HAMI_NODE_REGISTER: node_register_annotation(
+                    tenant_name, pool.name, node, cards, pool.slots_per_card
+                )
+            },
+            {GPU_COUNT_RESOURCE: capacity},
+        )
+        for node in names
+    }
+    for index, node in enumerate(names):
+        volume = docker.Volume(
+            f"{name}-{index}-var",
+            name=var_volume_name(node),
+            labels=[
+                docker.VolumeLabelArgs(label=TENANT_LABEL, value=tenant_name),
+                docker.VolumeLabelArgs(label=POOL_LABEL, value=pool.name),
+                docker.VolumeLabelArgs(label=LAB_ONLY_LABEL, value="true"),
+            ],
+            opts=site.opts(delete_before_replace=True),
+        )
+        spec = worker_container_spec(tenant_name, pool.name, node, host)
+        devices = [docker.ContainerDeviceArgs(**d) for d in spec.pop("devices", [])]
+        container = docker.Container(
+            f"{name}-{index}",
+            image=image.image_id,
+            networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=network)],
+            volumes=[docker.ContainerVolumeArgs(**v) for v in spec.pop("volumes")],
+            labels=[docker.ContainerLabelArgs(**label) for label in spec.pop("labels")],
+            devices=devices or None,
+            envs=envs,
+            **spec,
+            # The kind network exists once the management cluster is up (kind_network alone
+            # may be a plain name that carries no dependency).
+            opts=site.opts(depends_on=[volume, *args.management.ready], delete_before_replace=True),
+        )
+        join = command.local.Command(
+            f"{name}-{index}-node-join",
+            create=_script("join-node.sh"),
+            delete=_script("remove-node.sh"),
+            interpreter=list(BASH),
+            environment={
+                "NODE_NAME": node,
+                "TENANT_KUBECONFIG": kubeconfig,
+                "NODE_JOIN_SCRIPT": _script("node-join-inside.sh"),
+            },
+            # stdout is only the node name, but the process handles the join token: keep
+            # stdout/stderr secret and log stderr only (token-shaped strings are masked).
+            logging=command.local.Logging.STDERR,
+            triggers=[container.id],
+            opts=site.opts(
+                depends_on=[container],
+                additional_secret_outputs=["stdout", "stderr"],
+                delete_before_replace=True,
+            ),
+        )
+        joins.append(join)
+        command.local.Command(
+            f"{name}-{index}-gpu-capacity",
+            create=_script("patch-gpu-capacity.sh"),
+            delete=_script("unpatch-gpu-capacity.sh"),
+            interpreter=list(BASH),
+            environment={
+                "NODE_NAME": node,
+                "TENANT_KUBECONFIG": kubeconfig,
+                "GPU_RESOURCE": GPU_COUNT_RESOURCE,
+                "GPU_CAPACITY": capacity,
+            },
+            logging=command.local.Logging.STDOUT_AND_STDERR,
+            triggers=[join.id],
+            opts=site.opts(depends_on=[join], delete_before_replace=True),
+        )
+        # LAB_ONLY: simulated cards. A NodePatch (server-side apply) owns only these fields;
+        # it wins over the completer, which co-owns them once it had to put one back.
+        k8s.core.v1.NodePatch(
+            f"{name}-{index}-inventory",
+            metadata={
+                "name": node,
+                "labels": labels,
+                "annotations": {
+                    **identity[node]["annotations"],
+                    WORKER_CONTAINER_ANNOTATION: container.id,
+                    PATCH_FORCE_ANNOTATION: "true",
+                },
+            },
+            opts=site.in_tenant(depends_on=[join]),
+        )
+    completer = _mock_allocation_completer(site, joins, identity)
+    node_names = pulumi.Output.all(*[join.id for join in joins]).apply(lambda _: list(names))
+    return PoolParts(node_names=node_names, completer=completer)
+
+
+def _mock_allocation_completer(
+    site: PoolSite,
+    nodes: list[command.local.Command],
+    identity: dict[str, dict[str, dict[str, str]]],
+) -> k8s.apps.v1.Deployment:
+    """The pool's completer (lab only): it needs the pool's nodes and the tenant's CNI, and
+    keeps each node's declared ``identity`` (labels, register annotation, GPU capacity)."""
+    args = site
+    name = site.name
+    manifests = completer_manifests(
+        args.tenant_config.name,
+        args.pool.name,
+        completer_script(),
+        PINNED.completer_image,
+        identity,
+    )
+    namespace = typed_object(
+        f"{name}-completer-namespace", manifests["namespace"], site.in_tenant()
+    )
+    account = typed_object(
+        f"{name}-completer-account",
+        manifests["serviceAccount"],
+        site.in_tenant(depends_on=[namespace]),
+    )
+    role = typed_object(f"{name}-completer-role", manifests["clusterRole"], site.in_tenant())
+    binding = typed_object(
+        f"{name}-completer-binding",
+        manifests["clusterRoleBinding"],
+        site.in_tenant(depends_on=[role, account]),
+    )
+    script = typed_object(
+        f"{name}-completer-script",
+        manifests["configMap"],
+        site.in_tenant(depends_on=[namespace]),
+    )
+    completer: k8s.apps.v1.Deployment = typed_object(
+        f"{name}-completer",
+        manifests["deployment"],
+        site.in_tenant(depends_on=[account, binding, script, *nodes, *args.tenant.ready]),
+    )
+    return completer

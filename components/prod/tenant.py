@@ -1,0 +1,184 @@
+"""Prod's parts of a tenant: a Cluster API Cluster with a KamajiControlPlane and its
+infrastructure cluster, the tenant's dedicated DataStore, and the NVIDIA GPU Operator inside it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.sites import InsideTenant, TenantSite, custom_resource
+from components.substrate import ControlPlaneParts
+from components.tenant_specs import (
+    ADMIN_KUBECONFIG_KEY,
+    SUPER_ADMIN_KUBECONFIG_KEY,
+    admin_kubeconfig_secret,
+    capi_cluster,
+    data_store_name,
+    datastore_secret_data,
+    dedicated_etcd_name,
+    external_datastore,
+    infrastructure_cluster,
+    kamaji_control_plane,
+)
+from components.tenant_values import (
+    GPU_OPERATOR_NAMESPACE,
+    driver_repositories_configmap,
+    gpu_operator_values,
+    kamaji_etcd_values,
+)
+from components.versions import PINNED
+from components.worker_specs import CAPI_DELETE_TIMEOUT
+
+# How long Pulumi waits for the KamajiControlPlane to report Ready, and Helm for a release inside
+# the tenant (tenant releases need worker nodes, which join in parallel: bare-metal machines).
+CONTROL_PLANE_TIMEOUT = "60m"
+RELEASE_TIMEOUT_SECONDS = 90 * 60
+
+
+def cluster_api_control_plane(
+    site: TenantSite, namespace: pulumi.Resource, policies: Sequence[pulumi.Resource]
+) -> ControlPlaneParts:
+    """A Cluster API Cluster whose control plane is a KamajiControlPlane and whose
+    infrastructure is a Metal3Cluster (or DockerCluster), its dedicated DataStore, and the read
+    of its kubeconfig."""
+    tenant = site.tenant
+    provider = site.platform.existing.cluster_api.infrastructure.name
+    datastore = _dedicated_datastore(site, namespace, policies)
+    infra = custom_resource(
+        f"{site.name}-infrastructure-cluster",
+        infrastructure_cluster(
+            provider,
+            name=tenant.name,
+            namespace=site.namespace,
+            labels=site.labels,
+            address=site.address,
+        ),
+        site.on_management(depends_on=[namespace, *site.management.ready]),
+    )
+    kcp = custom_resource(
+        f"{site.name}-control-plane",
+        kamaji_control_plane(
+            tenant,
+            namespace=site.namespace,
+            kubernetes_version=site.platform.kubernetes_version,
+            address=site.address,
+        ),
+        site.on_management(
+            depends_on=[namespace, *policies, *datastore, *site.management.ready],
+            custom_timeouts=pulumi.CustomTimeouts(
+                create=CONTROL_PLANE_TIMEOUT,
+                update=CONTROL_PLANE_TIMEOUT,
+                delete=CAPI_DELETE_TIMEOUT,
+            ),
+        ),
+    )
+    # Not after the KamajiControlPlane: it becomes ready only once this Cluster owns it.
+    cluster = custom_resource(
+        f"{site.name}-cluster",
+        capi_cluster(tenant, namespace=site.namespace, infrastructure_provider=provider),
+        site.on_management(
+            depends_on=[namespace, infra, *site.management.ready],
+            custom_timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
+        ),
+    )
+    # The provider copies admin.conf into <cluster>-kubeconfig (provider v0.20.0
+    # controllers/kamajicontrolplane_controller_resources.go:132-172), whose group is bound to
+    # cluster-admin only once Kamaji's in-tenant soot manager ran PhaseClusterAdminRBAC, after
+    # the control plane reports Ready (Kamaji 26.8.2-edge controllers/soot/manager.go:212-216,
+    # internal/resources/kubeadm_phases.go:176-214; clastix/kamaji#1167, unfixed). So, as in
+    # the lab, the tenant provider uses super-admin.conf from the TenantControlPlane's own
+    # Secret (the TCP is named and namespaced like the KamajiControlPlane,
+    # kamajicontrolplane_controller_tcp.go:32-34); people get its admin.conf.
+    kubeconfig = site.read_kubeconfig(
+        f"{site.name}-admin-kubeconfig",
+        [kcp, cluster],
+        admin_kubeconfig_secret(tenant.name),
+        ADMIN_KUBECONFIG_KEY,
+        provider_key=SUPER_ADMIN_KUBECONFIG_KEY,
+    )
+    return ControlPlaneParts(
+        control_plane=kcp,
+        identity=[kcp, cluster],
+        teardown_root=cluster,
+        cluster_name=cluster.urn.apply(lambda _: tenant.name),
+        kubeconfig=kubeconfig,
+    )
+
+
+def _dedicated_datastore(
+    site: TenantSite, namespace: pulumi.Resource, policies: Sequence[pulumi.Resource]
+) -> list[pulumi.Resource]:
+    """The tenant's dedicated DataStore; a named (shared) one is declared elsewhere."""
+    tenant = site.tenant
+    dedicated = tenant.data_store.dedicated
+    if dedicated is None:
+        return []
+    if dedicated.deploys_kamaji_etcd:
+        release = site.release(
+            f"{site.name}-etcd",
+            dedicated_etcd_name(tenant.name),
+            PINNED.kamaji_etcd,
+            site.namespace,
+            kamaji_etcd_values(
+                tenant.name, dedicated, cluster_domain=site.platform.existing.cluster_domain
+            ),
+            site.on_management(depends_on=[namespace, *policies, *site.management.ready]),
+        )
+        return [release]
+    config_key = dedicated.credentials_config_key
+    if config_key is None:  # enforced by DedicatedDataStore
+        raise ValueError(f"tenant {tenant.name}: external DataStore without credentials")
+    secret_name = f"{tenant.name}-datastore-credentials"
+    driver = dedicated.driver
+    credentials = pulumi.Config().require_secret(config_key)
+    secret = k8s.core.v1.Secret(
+        f"{site.name}-datastore-credentials",
+        metadata={"name": secret_name, "namespace": site.namespace, "labels": dict(site.labels)},
+        type="Opaque",
+        # Derived from a secret config value, so itself secret.
+        string_data=credentials.apply(lambda raw: datastore_secret_data(driver, raw, config_key)),
+        opts=site.on_management(
+            depends_on=[namespace], additional_secret_outputs=["data", "stringData"]
+        ),
+    )
+    datastore = custom_resource(
+        f"{site.name}-datastore",
+        external_datastore(
+            data_store_name(tenant),
+            dedicated,
+            secret_name=secret_name,
+            secret_namespace=site.namespace,
+            labels=site.labels,
+        ),
+        site.on_management(depends_on=[secret, *site.management.ready]),
+    )
+    return [datastore]
+
+
+def gpu_operator(inside: InsideTenant, calico: pulumi.Resource) -> k8s.helm.v3.Release:
+    """The NVIDIA GPU Operator (driver, container toolkit) and, when the driver is built from
+    packages, the repository files it installs from; HAMi waits for it."""
+    site = inside.site
+    operator_after: list[pulumi.Resource] = [inside.namespaces[GPU_OPERATOR_NAMESPACE], calico]
+    repositories = driver_repositories_configmap(site.platform.gpu_driver)
+    if repositories is not None:
+        metadata: Any = {**repositories["metadata"], "labels": dict(site.labels)}
+        operator_after.append(
+            k8s.core.v1.ConfigMap(
+                f"{site.name}-gpu-driver-repositories",
+                metadata=metadata,
+                data=repositories["data"],
+                opts=inside.opts(depends_on=[inside.namespaces[GPU_OPERATOR_NAMESPACE]]),
+            )
+        )
+    return inside.release(
+        f"{site.name}-gpu-operator",
+        "gpu-operator",
+        PINNED.gpu_operator,
+        GPU_OPERATOR_NAMESPACE,
+        gpu_operator_values(site.platform.gpu_driver),
+        inside.opts(depends_on=operator_after),
+    )
