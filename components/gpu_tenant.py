@@ -48,8 +48,7 @@ from components import resource_names
 from components.config import PlatformConfig, Tenant
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL
 from components.management_cluster import ManagementCluster
-from components.sites import InsideTenant, TenantSite
-from components.substrate import Substrate
+from components.substrate import InsideTenant, Substrate, TenantSite
 from components.tenant_specs import (
     API_SERVER_PORT,
     kubeconfig_server,

@@ -20,8 +20,7 @@ from components.config import PlatformConfig, Tenant, WorkerPool
 from components.gpu_inventory import declared_inventory_configmap, pool_inventory
 from components.gpu_tenant import GpuTenant
 from components.management_cluster import ManagementCluster
-from components.sites import PoolSite
-from components.substrate import Substrate
+from components.substrate import PoolSite, Substrate
 
 TYPE_TOKEN = "gpu-platform:index:GpuWorkerPool"
 

@@ -22,6 +22,7 @@ workload may not take a name that one of the tenant's own parts already has (a p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -72,6 +73,24 @@ def tenant_workload(tenant: str, namespace: str, name: str) -> str:
 def pool_child(pool: str, suffix: str) -> str:
     """A resource under a GpuWorkerPool named ``pool`` (see ``pool_component``)."""
     return f"{pool}-{suffix}"
+
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def worker_node_name(tenant: str, pool: str, index: int) -> str:
+    """``<tenant>-<pool>-<i>``: container name, hostname and so the tenant's node name."""
+    name = f"{tenant}-{pool}-{index}"
+    if len(name) > 63 or not _DNS1123_LABEL.match(name):
+        raise ValueError(
+            f"worker name {name!r} is not a DNS-1123 label of at most 63 characters "
+            "(it becomes the hostname and node name): shorten the tenant or pool name"
+        )
+    return name
+
+
+def worker_node_names(tenant: str, pool: str, replicas: int) -> list[str]:
+    return [worker_node_name(tenant, pool, index) for index in range(replicas)]
 
 
 # ----------------------------------------------------------------- every name the components make
@@ -255,7 +274,6 @@ def reserved_namespaces(platform: PlatformConfig) -> set[str]:
 
 def _reserved_and_length_problems(platform: PlatformConfig) -> Iterator[str]:
     from components.tenant_specs import dedicated_etcd_name
-    from components.worker_specs import worker_node_name
 
     reserved = reserved_namespaces(platform)
     for index, tenant in enumerate(platform.tenants):

@@ -10,8 +10,7 @@ import pulumi
 from components.config import PlatformConfig
 from components.lab import tenant as lab_tenant
 from components.lab.workers import lab_workers
-from components.sites import InsideTenant, PoolSite, TenantSite
-from components.substrate import ControlPlaneParts, PoolParts
+from components.substrate import ControlPlaneParts, InsideTenant, PoolParts, PoolSite, TenantSite
 
 
 @dataclass(frozen=True)

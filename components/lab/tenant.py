@@ -13,8 +13,7 @@ from components.k8s_objects import typed_object
 from components.lab import kube_proxy as kube_proxy_objects
 from components.lab import mock_device_plugin as mock_device_plugin_objects
 from components.labels import LAB_ONLY_LABEL
-from components.sites import InsideTenant, TenantSite, custom_resource
-from components.substrate import ControlPlaneParts
+from components.substrate import ControlPlaneParts, InsideTenant, TenantSite, custom_resource
 from components.tenant_specs import (
     ADMIN_KUBECONFIG_KEY,
     API_SERVER_PORT,

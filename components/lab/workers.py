@@ -28,12 +28,12 @@ from components.gpu_inventory import (
 from components.k8s_objects import typed_object
 from components.lab import docker_host
 from components.lab.completer.manifests import completer_manifests, completer_script, node_state
+from components.lab.node_container import var_volume_name, worker_container_spec
 from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TENANT_LABEL
+from components.resource_names import worker_node_names
 from components.scripts import read_script
-from components.sites import PoolSite
-from components.substrate import PoolParts
+from components.substrate import PoolParts, PoolSite
 from components.versions import PINNED
-from components.worker_specs import var_volume_name, worker_container_spec, worker_node_names
 
 BASH = ("/bin/bash", "-c")
 # Which docker container backs a lab node (changes when the container is replaced, so the node

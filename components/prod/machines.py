@@ -15,8 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import WorkerPool
 from components.gpu_inventory import node_labels
-from components.sites import PoolSite
-from components.substrate import PoolParts
+from components.substrate import PoolParts, PoolSite
 from components.worker_specs import (
     BOOTSTRAP_API,
     CAPI_DELETE_TIMEOUT,

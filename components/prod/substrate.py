@@ -10,8 +10,7 @@ import pulumi
 from components.config import PlatformConfig
 from components.prod import tenant as prod_tenant
 from components.prod.machines import cluster_api_machines
-from components.sites import InsideTenant, PoolSite, TenantSite
-from components.substrate import ControlPlaneParts, PoolParts
+from components.substrate import ControlPlaneParts, InsideTenant, PoolParts, PoolSite, TenantSite
 from components.tenant_values import GPU_OPERATOR_NAMESPACE
 
 

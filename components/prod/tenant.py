@@ -9,8 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.sites import InsideTenant, TenantSite, custom_resource
-from components.substrate import ControlPlaneParts
+from components.substrate import ControlPlaneParts, InsideTenant, TenantSite, custom_resource
 from components.tenant_specs import (
     ADMIN_KUBECONFIG_KEY,
     SUPER_ADMIN_KUBECONFIG_KEY,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from components.lab import docker_host
-from components.worker_specs import worker_container_spec
+from components.lab.node_container import worker_container_spec
 
 SAMPLES = Path(__file__).with_name("samples")
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from components.lab.node_container import var_volume_name, worker_container_spec
+from components.resource_names import worker_node_name, worker_node_names
 from components.worker_specs import (
     content_name,
     infrastructure_machine_template,
@@ -18,10 +20,6 @@ from components.worker_specs import (
     machine_health_check,
     parse_duration_seconds,
     rollout_strategy,
-    var_volume_name,
-    worker_container_spec,
-    worker_node_name,
-    worker_node_names,
 )
 from tests.support.contracts import crd_violations
 
