@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.acceptance.hami_evidence import GPU_USE_UUID
 from tests.acceptance.workloads import gpu_limits, pod_body
 
 # python:3.12-slim by digest, exactly as HAMi v2.10.0 pins it for its own benchmark client
@@ -44,8 +45,6 @@ PROBE_KEY = "probe.py"
 PROBE_MOUNT = "/probe"
 PROBE_VOLUME = "probe"
 PROBE_CONTAINER = "main"  # workloads.pod_body's container name
-# HAMi v2.10.0 pkg/device/nvidia/device.go:49-50: the cards a pod may be placed on.
-GPU_USE_UUID = "nvidia.com/use-gpuuuid"
 # The NVIDIA Container Toolkit mounts the driver's CUDA library only with "compute", nvidia-smi
 # and NVML only with "utility". The probe image is not a CUDA image, so it does not set them.
 DRIVER_CAPABILITIES = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}

@@ -612,15 +612,54 @@ def parse_fit_error(message: str) -> tuple[int, str] | None:
     return int(match.group(1)), detail.rstrip(".")
 
 
-def hami_reasons(event: EventRecord) -> set[str]:
-    """The HAMi refusal reasons an event names (empty for anything else)."""
+def hami_reason_counts(event: EventRecord) -> dict[str, tuple[int, int] | None]:
+    """The HAMi refusal reasons an event names, each with (cards, of the node's cards) where the
+    event says (kube-scheduler's FailedScheduling carries GenReason's "%d/%d %s"), None where it
+    does not (HAMi's own FilteringFailed names the reason and the nodes only)."""
     filtering = parse_filtering_failed(event.message)
     if filtering is not None:
-        return {filtering[0]}
+        return {filtering[0]: None}
     fit = parse_fit_error(event.message)
     if fit is not None:
-        return set(parse_card_reasons(fit[1]))
-    return set()
+        counts: dict[str, tuple[int, int] | None] = dict(parse_card_reasons(fit[1]))
+        return counts
+    return {}
+
+
+def hami_reasons(event: EventRecord) -> set[str]:
+    """The HAMi refusal reasons an event names (empty for anything else)."""
+    return set(hami_reason_counts(event))
+
+
+# HAMi v2.10.0 pkg/device/common/common.go:27 (CardUUIDMismatch = "CardUuidMismatch").
+CARD_UUID_MISMATCH = "CardUuidMismatch"
+# HAMi v2.10.0 pkg/device/nvidia/device.go:49-50: the cards a pod may be placed on.
+GPU_USE_UUID = "nvidia.com/use-gpuuuid"
+
+
+def pinned_cards(pod: PodPlacement) -> list[str]:
+    """The card UUIDs the pod is pinned to with ``nvidia.com/use-gpuuuid`` (HAMi's CheckUUID
+    splits the annotation on commas, pkg/device/devices.go:693-717)."""
+    value = pod.annotations.get(GPU_USE_UUID, "")
+    return [u.strip() for u in value.split(",") if u.strip()]
+
+
+def _uuid_noise(reason: str, count: tuple[int, int] | None, pinned: int) -> bool:
+    """Whether ``reason`` is the expected answer of the node's other cards to a UUID pin.
+
+    HAMi's Fit checks the pin on every card of the node and counts ``CardUuidMismatch`` for each
+    card not named (HAMi v2.10.0 pkg/device/nvidia/device.go:755-758), and GenReason reports the
+    count over all the node's cards (pkg/device/common/common.go:46-53): a pinned probe on an
+    8-card node is refused with "1/8 CardInsufficientMemory, 7/8 CardUuidMismatch", and HAMi's
+    scheduler writes one FilteringFailed event per reason type (pkg/scheduler/score.go:348-353),
+    "1 nodes CardUuidMismatch(<node>)" among them. Noise as long as fewer cards than the node has
+    minus the pinned ones mismatched: "8/8" means the pinned card is not on the node at all."""
+    if not pinned or reason != CARD_UUID_MISMATCH:
+        return False
+    if count is None:
+        return True
+    cards, of = count
+    return cards <= of - pinned
 
 
 def judge_rejection(
@@ -631,23 +670,30 @@ def judge_rejection(
     contradicting: Collection[str] = (),
     exclusive: bool = False,
 ) -> Verdict:
-    """TC-05 / TC-06: the pod stays unbound under HAMi and a Warning event gives the expected
-    reason, and none of the reasons that would mean the scenario is not the one meant: those in
-    ``contradicting`` or, with ``exclusive``, any other HAMi reason. On a single card HAMi's Fit
-    stops at the first failing check and gives one reason per attempt (HAMi v2.10.0
-    pkg/device/nvidia/device.go:727-838), so another reason means another scenario."""
+    """TC-05 / TC-06 / TC-13: the pod stays unbound under HAMi and a Warning event gives the
+    expected reason, and none of the reasons that would mean the scenario is not the one meant:
+    those in ``contradicting`` or, with ``exclusive``, any other HAMi reason. On a single card
+    HAMi's Fit stops at the first failing check and gives one reason per card and attempt (HAMi
+    v2.10.0 pkg/device/nvidia/device.go:727-838), so another reason means another scenario -
+    except ``CardUuidMismatch`` from the node's other cards when the pod is pinned to a card with
+    ``nvidia.com/use-gpuuuid`` (``_uuid_noise``), which is recorded as expected noise."""
     verdict = Verdict()
     problems = verdict.problems
     warnings = [e for e in events if e.type == "Warning"]
     matching = [e for e in warnings if expected_reason in hami_reasons(e)]
-    contradictions = sorted(
-        {
-            reason
-            for e in warnings
-            for reason in hami_reasons(e)
-            if reason in contradicting or (exclusive and reason != expected_reason)
-        }
-    )
+    pinned = len(pinned_cards(pod))
+    contradictions: set[str] = set()
+    noise: set[str] = set()
+    for event in warnings:
+        for reason, count in hami_reason_counts(event).items():
+            if reason == expected_reason:
+                continue
+            if _uuid_noise(reason, count, pinned):
+                noise.add(event.describe())
+            elif reason in contradicting or exclusive:
+                if reason == CARD_UUID_MISMATCH and pinned and count is not None:
+                    reason = f"{reason} on {count[0]}/{count[1]} cards (the pinned card too)"
+                contradictions.add(reason)
     if pod.node:
         problems.append(f"{pod.name} was bound to {pod.node}")
     if pod.phase != "Pending":
@@ -663,15 +709,17 @@ def judge_rejection(
         )
     if contradictions:
         problems.append(
-            f"{pod.name} was also refused for {', '.join(contradictions)}, which this scenario "
-            "must not trigger"
+            f"{pod.name} was also refused for {', '.join(sorted(contradictions))}, which this "
+            "scenario must not trigger"
         )
     verdict.facts = {
         "pod": pod.name,
         "node": pod.node,
         "phase": pod.phase,
         "schedulerName": pod.scheduler_name,
+        "pinnedCards": pinned_cards(pod),
         "matching": [e.describe() for e in matching],
+        "expectedNoise": sorted(noise),
         "events": [e.describe() for e in events],
     }
     return verdict

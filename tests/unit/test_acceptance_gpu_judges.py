@@ -272,6 +272,7 @@ def reclaim_round(spec: dict[str, Any]) -> gj.ReclaimRound:
         node=waiter.get("node", ""),
         phase=waiter["phase"],
         scheduler_name=waiter["schedulerName"],
+        annotations=waiter.get("annotations", {}),
     )
     refusal = judge_rejection(
         pod,

@@ -289,6 +289,34 @@ def test_card_reasons_are_counted_per_card() -> None:
     assert he.parse_card_reasons("0/1 nodes are available") == {}
 
 
+def test_card_reasons_keep_their_counts_per_event() -> None:
+    """kube-scheduler's FailedScheduling carries GenReason's counts; HAMi's FilteringFailed not."""
+    assert he.hami_reason_counts(EVENT_BY_ID["kube-memory-pinned-8"]) == {
+        "CardInsufficientMemory": (1, 8),
+        "CardUuidMismatch": (7, 8),
+    }
+    assert he.hami_reason_counts(EVENT_BY_ID["hami-uuid-h100"]) == {"CardUuidMismatch": None}
+
+
+def test_a_pinned_refusal_records_the_other_cards_mismatch_as_noise() -> None:
+    """TC-13 on an 8-card node (issue 24): the other seven cards' CardUuidMismatch is recorded,
+    not held against the scenario."""
+    pod = he.PodPlacement(
+        "waiter-exit",
+        "",
+        "Pending",
+        "hami-scheduler",
+        annotations={he.GPU_USE_UUID: " GPU-8a1f6c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b ,"},
+    )
+    ids = ("hami-memory-h100", "hami-uuid-h100", "kube-memory-pinned-8")
+    events = [EVENT_BY_ID[i] for i in ids]
+    verdict = he.judge_rejection(pod, events, "CardInsufficientMemory", exclusive=True)
+    assert verdict.ok, verdict.explain()
+    assert verdict.facts["pinnedCards"] == ["GPU-8a1f6c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"]
+    assert len(verdict.facts["expectedNoise"]) == 2
+    assert len(verdict.facts["matching"]) == 2
+
+
 @pytest.mark.parametrize("case", EVENTS["rejections"], ids=case_id)
 def test_rejection_judge_samples(case: dict[str, Any]) -> None:
     events = [EVENT_BY_ID[i] for i in case["events"]]
