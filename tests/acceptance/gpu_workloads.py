@@ -21,6 +21,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.acceptance.gpu_plan import (
+    COMPUTE_POD_MEMORY_MIB,
+    CORE_POLICY_ENV,
+    HAMI_CORE_LOG_ENV,
+)
 from tests.acceptance.hami_evidence import GPU_USE_UUID
 from tests.acceptance.workloads import gpu_limits, pod_body
 
@@ -115,6 +120,36 @@ def probe_pod(
     container["volumeMounts"] = [{"name": PROBE_VOLUME, "mountPath": PROBE_MOUNT, "readOnly": True}]
     body["spec"]["volumes"] = [{"name": PROBE_VOLUME, "configMap": {"name": PROBE_CONFIGMAP}}]
     return body
+
+
+def compute_pod(
+    name: str,
+    run_id: str,
+    *,
+    seconds: float,
+    cores: int,
+    card_uuid: str,
+    image: str,
+    node_selector: dict[str, str] | None = None,
+    policy: str | None = None,
+) -> dict[str, Any]:
+    """A compute probe (TC-12, TC-14): ``compute_args(seconds)`` on ``cores`` of the card, with
+    HAMi-core's log level at 3 so its limiter's own lines reach the log (gpu_plan.HAMI_CORE_LOG_ENV)
+    and, when given, the core policy HAMi-core reads (``GPU_CORE_UTILIZATION_POLICY``)."""
+    env = dict(HAMI_CORE_LOG_ENV)
+    if policy is not None:
+        env[CORE_POLICY_ENV] = policy
+    return probe_pod(
+        name,
+        run_id,
+        args=compute_args(seconds),
+        memory_mib=COMPUTE_POD_MEMORY_MIB,
+        cores=cores,
+        card_uuid=card_uuid,
+        image=image,
+        node_selector=node_selector,
+        env=env,
+    )
 
 
 def memory_args(guard_mib: int, steps_mib: Sequence[int]) -> list[str]:

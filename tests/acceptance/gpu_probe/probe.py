@@ -64,6 +64,9 @@ WATCHED_ENV = (
     "NVIDIA_VISIBLE_DEVICES",
     "NVIDIA_DRIVER_CAPABILITIES",
     "LD_PRELOAD",
+    # HAMi-core's log level (src/include/log_utils.h): the compute probes ask for 3 so that its
+    # limiter's lines reach the log (tests/acceptance/gpu_plan.py HAMI_CORE_LOG_ENV).
+    "LIBCUDA_LOG_LEVEL",
 )
 LIBVGPU = "libvgpu.so"
 PRELOAD_FILE = "/etc/ld.so.preload"
