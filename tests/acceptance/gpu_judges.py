@@ -738,7 +738,8 @@ class ReclaimRound:
 
 def judge_reclamation(round_: ReclaimRound, *, bound_seconds: float) -> Verdict:
     """TC-13, one round. Holds when: the hog was counted (baseline + its share) and really held
-    its memory; the waiter was refused for memory while it was; the hog ended as meant; the
+    its memory; the waiter was refused for memory while it was; the hog ended as meant (round
+    ``exit``: by itself on the suite's release, which comes only after the refusal); the
     waiter bound within ``bound_seconds`` of that; then HAMi counted baseline + the waiter only
     (the hog's share released, in the annotations and in the scheduler), and baseline once the
     waiter was gone too."""
@@ -760,6 +761,11 @@ def judge_reclamation(round_: ReclaimRound, *, bound_seconds: float) -> Verdict:
     wanted_end = "Succeeded" if round_.how == "exit" else "deleted"
     if round_.hog_end != wanted_end:
         problems.append(f"{tag} the hog ended as {round_.hog_end!r}, expected {wanted_end!r}")
+    if round_.how == "exit" and not round_.hog_run.of("released"):
+        problems.append(
+            f"{tag} the hog {round_.hog} ended without the suite's release (no 'released' line): "
+            "its end was not the one staged after the waiter's refusal (a timer or a crash)"
+        )
     if round_.bind_seconds is None:
         problems.append(
             f"{tag} the waiter {round_.waiter} did not bind within {bound_seconds:.0f} s of the "
@@ -813,6 +819,9 @@ class RecoveryObservation:
     holder_run: ProbeRun
     newcomer: PodPlacement | None
     newcomer_run: ProbeRun | None
+    # The new plugin pod's device-plugin container log: the only state written after the deletion
+    # (see plugin_fresh_problems); None when unread.
+    plugin_log_after: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         def cards(found: Sequence[RegisteredCard] | None) -> Any:
@@ -851,6 +860,37 @@ class RecoveryObservation:
         }
 
 
+# What only a device-plugin process that started after the deletion writes (HAMi v2.10.0): its
+# registration with the kubelet (pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go:329
+# "Registered device plugin for '%s' with Kubelet") and its first annotation write - a fresh
+# process has an empty device cache, so its first RegisterInAnnotation patches the node and logs
+# (plugin/register.go:273-276, 302, 344). Neither the node's annotation nor its allocatable can
+# show this: the new process writes the same annotation value again (a no-op the API server does
+# not record), and the kubelet posts node status only every 10 s, so a fast restart may never
+# show allocatable 0 and a stale value passes for a fresh one.
+PLUGIN_REGISTERED = "Registered device plugin for '{resource}' with Kubelet"
+PLUGIN_ANNOTATED = "Updating node annotations with"
+
+
+def plugin_fresh_problems(log: str | None, resource: str = "nvidia.com/gpu") -> list[str]:
+    """Why the new plugin pod's log does not show it serving (empty when it does)."""
+    if log is None:
+        return ["the new device-plugin pod's log could not be read"]
+    missing = [
+        line
+        for line in (PLUGIN_REGISTERED.format(resource=resource), PLUGIN_ANNOTATED)
+        if line not in log
+    ]
+    if not missing:
+        return []
+    return [
+        "the new device-plugin pod's log lacks "
+        + " and ".join(repr(m) for m in missing)
+        + ": the cards and allocatable seen may still be the old pod's (HAMi v2.10.0 "
+        "plugin/server.go:329, register.go:302)"
+    ]
+
+
 def _card_key(card: RegisteredCard) -> dict[str, Any]:
     return {
         "uuid": card.uuid,
@@ -878,6 +918,8 @@ def judge_recovery(seen: RecoveryObservation, *, bound_seconds: float, beats_aft
         problems.append(
             f"{seen.node}: the device plugin did not serve again within {bound_seconds:.0f} s"
         )
+    if seen.plugin_after is not None and seen.plugin_after != seen.plugin_before:
+        problems.extend(f"{seen.node}: {p}" for p in plugin_fresh_problems(seen.plugin_log_after))
     if seen.cards_after is None:
         problems.append(f"{seen.node}: hami.io/node-nvidia-register unreadable after the restart")
     else:

@@ -127,8 +127,12 @@ HOG_FRACTION = 0.75
 HOG_HEADROOM_MIB = 1024
 WAITER_EXCESS_MIB = 1024
 RECLAIM_CORES = 10
-# How long the exiting hog holds its memory before its process ends by itself.
-HOG_SECONDS = 45.0
+# The exit round's hog runs without a timer: it exits by itself once the suite has seen the
+# waiter's refusal and written the release annotation on it (gpu_workloads.RELEASE_ANNOTATION),
+# so a slow cluster cannot end it before the refusal. This long for the process to see it: the
+# kubelet rewrites a downward-API volume on its next sync of the pod (its periodic resync is
+# 60 s by default, kubelet --sync-frequency) plus the probe's own interval.
+HOG_RELEASE_SECONDS = 180.0
 # From the hog's end (process exit or deletion) to the waiter's binding. HAMi drops a pod's
 # shares when it ends or is deleted (HAMi v2.10.0 pkg/scheduler/scheduler.go:173-189 onUpdatePod
 # on a terminated pod, 226 onDelPod); kube-scheduler retries an unschedulable pod after a cluster

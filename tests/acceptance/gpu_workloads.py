@@ -160,8 +160,45 @@ def compute_args(seconds: float) -> list[str]:
     return ["compute", "--seconds", f"{seconds:g}"]
 
 
-def hold_args(mib: int, seconds: float, interval: float) -> list[str]:
-    return ["hold", "--mib", str(mib), "--seconds", f"{seconds:g}", "--interval", f"{interval:g}"]
+def hold_args(mib: int, seconds: float, interval: float, *, releasable: bool = False) -> list[str]:
+    args = ["hold", "--mib", str(mib), "--seconds", f"{seconds:g}", "--interval", f"{interval:g}"]
+    if releasable:
+        args += ["--release-file", f"{PODINFO_MOUNT}/{PODINFO_ANNOTATIONS}"]
+        args += ["--release-key", RELEASE_ANNOTATION]
+    return args
+
+
+# TC-13's exit round: the hog holds with no timer and exits by itself once the suite, after the
+# waiter's refusal, writes RELEASE_ANNOTATION on it; the probe reads its pod's annotations from a
+# downward-API volume (the kubelet rewrites the file when the annotations change).
+RELEASE_ANNOTATION = "gpu-platform.io/release-hold"
+PODINFO_VOLUME = "podinfo"
+PODINFO_MOUNT = "/podinfo"
+PODINFO_ANNOTATIONS = "annotations"
+
+
+def releasable(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with its annotations mounted for the probe (``hold_args(releasable=True)``)."""
+    body["spec"]["volumes"].append(
+        {
+            "name": PODINFO_VOLUME,
+            "downwardAPI": {
+                "items": [
+                    {"path": PODINFO_ANNOTATIONS, "fieldRef": {"fieldPath": "metadata.annotations"}}
+                ]
+            },
+        }
+    )
+    container = body["spec"]["containers"][0]
+    container["volumeMounts"].append(
+        {"name": PODINFO_VOLUME, "mountPath": PODINFO_MOUNT, "readOnly": True}
+    )
+    return body
+
+
+def release_patch(when: str) -> dict[str, Any]:
+    """The patch that releases a releasable hog."""
+    return {"metadata": {"annotations": {RELEASE_ANNOTATION: when}}}
 
 
 def info_args() -> list[str]:

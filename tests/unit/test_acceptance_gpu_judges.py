@@ -435,6 +435,7 @@ def recovery(spec: dict[str, Any]) -> gj.RecoveryObservation:
         holder_run=gj.parse_probe_log("holder", spec["holderLog"]),
         newcomer=placed(spec["newcomer"]),
         newcomer_run=gj.parse_probe_log("newcomer", spec["newcomerLog"]),
+        plugin_log_after=spec["pluginLogAfter"],
     )
 
 
