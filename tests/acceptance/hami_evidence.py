@@ -725,6 +725,57 @@ def judge_rejection(
     return verdict
 
 
+def judge_accumulation(
+    holder: PodPlacement,
+    second: Verdict,
+    *,
+    card_uuid: str,
+    card_mib: int,
+    holder_mib: int,
+    second_mib: int,
+) -> Verdict:
+    """TC-06's accumulation case: HAMi counts what is already allocated on a card. Holds when the
+    holder is bound with exactly its share on the card, the second pod would fit the card alone
+    (``second_mib`` <= ``card_mib``) but not beside the holder, and it was refused with
+    ``CardInsufficientMemory`` and nothing else (``second``, from ``judge_rejection``)."""
+    verdict = Verdict()
+    problems = verdict.problems
+    if second_mib > card_mib:
+        problems.append(
+            f"the second pod asks {second_mib} MiB, more than the card's {card_mib} MiB: that is "
+            "the single-pod case, not accumulation"
+        )
+    if holder_mib + second_mib <= card_mib:
+        problems.append(
+            f"{holder_mib} + {second_mib} MiB fit the card's {card_mib} MiB: nothing to refuse"
+        )
+    try:
+        shares = pod_shares(holder.allocated or "")
+    except EvidenceError as exc:
+        shares = []
+        problems.append(f"{holder.name}: {exc}")
+    on_card = [s for s in shares if s.uuid == card_uuid]
+    if not holder.node or holder.bind_phase != BIND_SUCCESS:
+        problems.append(
+            f"the holder {holder.name} is not bound (node {holder.node!r}, bind-phase "
+            f"{holder.bind_phase!r})"
+        )
+    if [s.memory_mib for s in on_card] != [holder_mib]:
+        problems.append(
+            f"the holder {holder.name} holds {holder.allocated!r}, not {holder_mib} MiB of "
+            f"{card_uuid}"
+        )
+    problems.extend(f"the second pod: {p}" for p in second.problems)
+    verdict.facts = {
+        "cardMiB": card_mib,
+        "holder": {"pod": holder.name, "node": holder.node, "allocated": holder.allocated},
+        "holderMiB": holder_mib,
+        "secondMiB": second_mib,
+        "second": second.facts,
+    }
+    return verdict
+
+
 # ---------------------------------------------------------------------------- visibility
 
 

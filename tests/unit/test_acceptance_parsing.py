@@ -337,6 +337,89 @@ def test_rejection_judge_samples(case: dict[str, Any]) -> None:
         assert verdict.facts["matching"], "a passing verdict names the event it relied on"
 
 
+# ---------------------------------------------------------------- TC-06 accumulation
+
+ACCUMULATION_CARD = "GPU-2ee0ff0b-4199-49c9-9ad5-1a5b6022d3ae"
+
+
+def accumulation_holder(**changes: Any) -> he.PodPlacement:
+    annotations = {
+        he.HAMI_DEVICES_ALLOCATED: f"{ACCUMULATION_CARD},NVIDIA,40960,10:;",
+        he.HAMI_BIND_PHASE: "success",
+    }
+    base = he.PodPlacement(
+        "mem-holder", "tenant-a-a100-0", "Running", "hami-scheduler", annotations=annotations
+    )
+    return he.PodPlacement(**{**base.__dict__, **changes})
+
+
+def accumulation_second(*event_ids: str) -> he.Verdict:
+    pod = he.PodPlacement("mem-second", "", "Pending", "hami-scheduler")
+    events = [EVENT_BY_ID[i] for i in event_ids]
+    return he.judge_rejection(pod, events, "CardInsufficientMemory", exclusive=True)
+
+
+def test_accumulation_sizes_fit_alone_but_not_together() -> None:
+    """By hand: 81920 MiB -> 40960 held + 40961 asked (81921 > 81920, 40961 <= 81920)."""
+    sizes = stack.accumulation_sizes(81_920)
+    assert (sizes.holder_mib, sizes.second_mib) == (40_960, 40_961)
+    for card in (2, 3, 23_034, 81_559):
+        sizes = stack.accumulation_sizes(card)
+        assert sizes.second_mib <= card < sizes.holder_mib + sizes.second_mib
+
+
+def test_accumulation_judge_accepts_a_refusal_caused_by_what_is_held() -> None:
+    verdict = he.judge_accumulation(
+        accumulation_holder(),
+        accumulation_second("hami-memory", "hami-summary", "kube-memory"),
+        card_uuid=ACCUMULATION_CARD,
+        card_mib=81_920,
+        holder_mib=40_960,
+        second_mib=40_961,
+    )
+    assert verdict.ok, verdict.explain()
+    assert verdict.facts["second"]["matching"]
+
+
+@pytest.mark.parametrize(
+    ("holder", "events", "sizes", "fragment"),
+    [
+        (
+            {"node": "", "phase": "Pending", "annotations": {}},
+            ("hami-memory",),
+            (40_960, 40_961),
+            "the holder mem-holder is not bound",
+        ),
+        ({}, ("kube-mixed-cards",), (40_960, 40_961), "also refused for CardInsufficientCore"),
+        ({}, ("hami-core",), (40_960, 40_961), "no Warning event for mem-second names"),
+        ({}, ("hami-memory",), (40_960, 90_000), "that is the single-pod case"),
+        ({}, ("hami-memory",), (40_960, 20_000), "nothing to refuse"),
+        (
+            {"annotations": {he.HAMI_DEVICES_ALLOCATED: "GPU-other,NVIDIA,40960,10:;"}},
+            ("hami-memory",),
+            (40_960, 40_961),
+            "not 40960 MiB of",
+        ),
+    ],
+)
+def test_accumulation_judge_fails_other_scenarios(
+    holder: dict[str, Any], events: tuple[str, ...], sizes: tuple[int, int], fragment: str
+) -> None:
+    base = accumulation_holder()
+    if holder.get("annotations"):
+        holder = {**holder, "annotations": {**base.annotations, **holder["annotations"]}}
+    verdict = he.judge_accumulation(
+        accumulation_holder(**holder),
+        accumulation_second(*events),
+        card_uuid=ACCUMULATION_CARD,
+        card_mib=81_920,
+        holder_mib=sizes[0],
+        second_mib=sizes[1],
+    )
+    assert not verdict.ok
+    assert fragment in verdict.explain()
+
+
 # ------------------------------------------------------------------------ visibility
 
 VISIBILITY = sample("visibility.yaml")
