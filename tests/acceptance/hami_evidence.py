@@ -1080,6 +1080,85 @@ def _quantity_int(text: str) -> int | None:
     return int(text) if _INTEGER.match(text.strip()) else None
 
 
+@dataclass
+class TunnelCut:
+    """TC-16: what a GPU pod's creation met while the tenant's Konnectivity agents were cut off,
+    and after they were let through again."""
+
+    tenant: str
+    agents_replaced: bool  # the agents were restarted behind the deny-egress policy
+    api_answered: bool  # the API server itself answered a plain request meanwhile
+    create_status: int | None  # HTTP status of the refused creation; None: the pod was created
+    create_message: str
+    created_scheduler: str | None  # schedulerName of a pod admitted while cut off
+    restored_scheduler: str | None  # schedulerName of a pod created after the restore
+    recovered_seconds: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant,
+            "agentsReplaced": self.agents_replaced,
+            "apiAnswered": self.api_answered,
+            "createStatus": self.create_status,
+            "createMessage": self.create_message,
+            "createdSchedulerName": self.created_scheduler,
+            "restoredSchedulerName": self.restored_scheduler,
+            "recoveredSeconds": None
+            if self.recovered_seconds is None
+            else round(self.recovered_seconds, 1),
+        }
+
+
+# k8s.io/apiserver pkg/util/webhook/error.go:34-39 ErrCallingWebhook: "failed calling webhook
+# %q: %v" when the call itself fails (no answer), which a Fail policy turns into the refusal.
+WEBHOOK_CALL_FAILED = f'failed calling webhook "{HAMI_WEBHOOK}"'
+
+
+def judge_tunnel_cut(cut: TunnelCut) -> Verdict:
+    """TC-16 (Konnectivity down): with the tenant's Konnectivity agents unable to reach their
+    server, the hosted API server cannot call HAMi's webhook on the workers, and the webhook's
+    ``failurePolicy: Fail`` refuses the GPU pod with "failed calling webhook" while the API server
+    itself answers; once the agents are let through, a GPU pod is mutated by HAMi again."""
+    verdict = Verdict(facts=cut.as_dict())
+    problems = verdict.problems
+    tag = f"{cut.tenant}:"
+    if not cut.agents_replaced:
+        problems.append(
+            f"{tag} the konnectivity-agent pods were not restarted behind the deny-egress policy: "
+            "the tunnel was never cut, nothing below is evidence"
+        )
+    if not cut.api_answered:
+        problems.append(
+            f"{tag} the API server itself did not answer while the tunnel was cut: a refusal "
+            "then says nothing about the tunnel"
+        )
+    if cut.create_status is None:
+        if cut.created_scheduler == HAMI_SCHEDULER_NAME:
+            problems.append(
+                f"{tag} a GPU pod was admitted and mutated by HAMi's webhook with the "
+                "Konnectivity agents cut off: the API server reached the webhook another way "
+                "(TC-03's premise does not hold) or the cut did not take (agents on the host "
+                "network ignore NetworkPolicy)"
+            )
+        else:
+            problems.append(
+                f"{tag} a GPU pod was admitted without HAMi's mutation (schedulerName "
+                f"{cut.created_scheduler!r}): HAMi's webhook does not fail closed"
+            )
+    elif WEBHOOK_CALL_FAILED not in cut.create_message:
+        problems.append(
+            f"{tag} the GPU pod was refused with {cut.create_status}: {cut.create_message!r}, "
+            f"not by the webhook call failing ({WEBHOOK_CALL_FAILED})"
+        )
+    if cut.restored_scheduler != HAMI_SCHEDULER_NAME:
+        problems.append(
+            f"{tag} after the agents were let through again a GPU pod came back with "
+            f"schedulerName {cut.restored_scheduler!r}, not {HAMI_SCHEDULER_NAME}: the webhook "
+            "path did not recover"
+        )
+    return verdict
+
+
 def judge_card_quota_refusal(
     status: int | None, message: str, *, resource: str, requested: int, limit: int
 ) -> Verdict:

@@ -420,6 +420,66 @@ def test_accumulation_judge_fails_other_scenarios(
     assert fragment in verdict.explain()
 
 
+# ---------------------------------------------------------- TC-16 Konnectivity down
+
+# The API server's refusal when a Fail-policy webhook cannot be called (k8s.io/apiserver
+# pkg/util/webhook/error.go:34-39 "failed calling webhook %q: %v", as an internal error), with a
+# Konnectivity dial error as the reason - written by hand.
+CUT_MESSAGE = (
+    'Internal error occurred: failed calling webhook "vgpu.hami.io": failed to call webhook: '
+    'Post "https://hami-scheduler.hami-system.svc:443/webhook?timeout=10s": dial tcp '
+    "10.96.12.7:443: connect: no agent available"
+)
+
+
+def tunnel_cut(**changes: Any) -> he.TunnelCut:
+    base = he.TunnelCut(
+        tenant="tenant-a",
+        agents_replaced=True,
+        api_answered=True,
+        create_status=500,
+        create_message=CUT_MESSAGE,
+        created_scheduler=None,
+        restored_scheduler="hami-scheduler",
+        recovered_seconds=21.4,
+    )
+    return he.TunnelCut(**{**base.__dict__, **changes})
+
+
+def test_tunnel_cut_judge_accepts_a_webhook_refused_for_want_of_the_tunnel() -> None:
+    verdict = he.judge_tunnel_cut(tunnel_cut())
+    assert verdict.ok, verdict.explain()
+    assert verdict.facts["recoveredSeconds"] == 21.4
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"create_status": None, "created_scheduler": "hami-scheduler"}, "reached the webhook"),
+        ({"create_status": None, "created_scheduler": "default-scheduler"}, "not fail closed"),
+        ({"create_status": 403, "create_message": "forbidden"}, "not by the webhook call"),
+        ({"agents_replaced": False}, "the tunnel was never cut"),
+        ({"api_answered": False}, "API server itself did not answer"),
+        ({"restored_scheduler": None}, "did not recover"),
+    ],
+)
+def test_tunnel_cut_judge_fails_what_does_not_show_the_tunnel(
+    changes: dict[str, Any], fragment: str
+) -> None:
+    verdict = he.judge_tunnel_cut(tunnel_cut(**changes))
+    assert not verdict.ok
+    assert fragment in verdict.explain()
+
+
+def test_the_cut_denies_all_egress_of_the_agents_only() -> None:
+    policy = workloads.deny_egress_policy("run", "kube-system", "k8s-app=konnectivity-agent")
+    assert policy["metadata"]["namespace"] == "kube-system"
+    assert policy["spec"] == {
+        "podSelector": {"matchLabels": {"k8s-app": "konnectivity-agent"}},
+        "policyTypes": ["Egress"],
+    }
+
+
 # ------------------------------------------------------------------------ visibility
 
 VISIBILITY = sample("visibility.yaml")
