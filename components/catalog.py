@@ -10,11 +10,16 @@ with current drivers (R535 and later; the GPU Operator v26.7.0 installs 595.91.0
 public source. Compute is in HAMi's units, 100 per card (``devcore`` with the default
 ``deviceCoreScaling`` of 1).
 
-``product`` is the type string the lab's simulated nodes register and the declared inventory
-carries; it always contains ``NVIDIA`` because HAMi's scheduler filters cards by that substring.
-A real node registers NVML's name as is (``NVIDIA H100 80GB HBM3``, with spaces; HAMi only
-prefixes ``NVIDIA-`` to names without it, e.g. ``NVIDIA-Tesla T4``), so ``nvidia.com/use-gputype``
-matches should use a part both share (``H100``, ``A100``).
+``product`` is the type string a node registers for the card, which ``nvidia.com/use-gputype``
+and ``nouse-gputype`` are matched against (a case-insensitive substring test, HAMi v2.10.0
+``pkg/device/devices.go:719-737`` CheckType via ``pkg/device/nvidia/device.go:478-503``). HAMi's
+device plugin registers NVML's name as is - with spaces, ``NVIDIA H100 80GB HBM3`` - and only
+prefixes ``NVIDIA-`` to a name that does not start with ``NVIDIA`` (``Tesla T4`` becomes
+``NVIDIA-Tesla T4``; ``pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go:142-185``).
+So each product below is that registered string, from the same public ``nvidia-smi`` output as
+its memory; the lab's simulated nodes register it too, the declared inventory carries it, and a
+pod's ``use-gputype`` that matches at preview matches on a real node. The names are the SXM
+boards; a pool of other boards (``NVIDIA A100 80GB PCIe``, ``NVIDIA H100 PCIe``) sets ``product``.
 """
 
 from __future__ import annotations
@@ -52,16 +57,21 @@ class CardModel:
 # * L40S-48GB 46,068 — NVIDIA L40S, driver 595.71.05, ``nvidia-smi --query-gpu=memory.total``
 #   (https://github.com/akash-network/provider-configs/pull/99); modal.
 # * T4-16GB 15,360 — modal only (driver not stated); older drivers printed about 15,109.
+# NVML names (nvidia-smi's "name"), from the same sources: NVIDIA A100-SXM4-80GB and
+# NVIDIA A100-SXM4-40GB (modal-labs/modal-client#2797; bottlerocket-kernel-kit#424), NVIDIA H100
+# 80GB HBM3 (NVIDIA/nccl#1264, wilicc/gpu-burn#114), NVIDIA L4 (speaches-ai/speaches#438), NVIDIA
+# L40S (akash-network/provider-configs#99), Tesla T4 (modal-labs/modal-client#2797), which HAMi
+# registers as NVIDIA-Tesla T4.
 CARD_CATALOG: MappingProxyType[str, CardModel] = MappingProxyType(
     {
         model.name: model
         for model in (
-            CardModel("A100-80GB", 81_920, 100, "NVIDIA-A100-SXM4-80GB"),
-            CardModel("A100-40GB", 40_960, 100, "NVIDIA-A100-SXM4-40GB"),
-            CardModel("H100-80GB", 81_559, 100, "NVIDIA-H100-80GB-HBM3"),
-            CardModel("L4-24GB", 23_034, 100, "NVIDIA-L4"),
-            CardModel("L40S-48GB", 46_068, 100, "NVIDIA-L40S"),
-            CardModel("T4-16GB", 15_360, 100, "NVIDIA-Tesla-T4"),
+            CardModel("A100-80GB", 81_920, 100, "NVIDIA A100-SXM4-80GB"),
+            CardModel("A100-40GB", 40_960, 100, "NVIDIA A100-SXM4-40GB"),
+            CardModel("H100-80GB", 81_559, 100, "NVIDIA H100 80GB HBM3"),
+            CardModel("L4-24GB", 23_034, 100, "NVIDIA L4"),
+            CardModel("L40S-48GB", 46_068, 100, "NVIDIA L40S"),
+            CardModel("T4-16GB", 15_360, 100, "NVIDIA-Tesla T4"),
         )
     }
 )

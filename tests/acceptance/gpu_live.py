@@ -23,14 +23,13 @@ from tests.acceptance.gpu_judges import (
     parse_probe_log,
 )
 from tests.acceptance.gpu_plan import (
-    COMPUTE_POD_MEMORY_MIB,
     COMPUTE_SECONDS,
     PROBE_SLACK_SECONDS,
     PROBE_START_SECONDS,
     UNRESTRICTED_CORES,
 )
 from tests.acceptance.gpu_workloads import (
-    compute_args,
+    compute_pod,
     probe_configmap,
     probe_pod,
     probe_source,
@@ -201,19 +200,33 @@ def run_probe(
     return result
 
 
+def compute_body(
+    target: GpuTarget,
+    run_id: str,
+    name: str,
+    seconds: float,
+    cores: int,
+    policy: str | None = None,
+) -> dict[str, Any]:
+    """A compute probe on the target card (``gpu_workloads.compute_pod``)."""
+    return compute_pod(
+        name,
+        run_id,
+        seconds=seconds,
+        cores=cores,
+        card_uuid=target.card.uuid,
+        image=target.image,
+        node_selector=target.where.node_selector,
+        policy=policy,
+    )
+
+
 def run_unrestricted_compute(
     cluster: Cluster, namespace: str, target: GpuTarget, run_id: str, name: str
 ) -> ProbeResult:
     """The compute probe at ``UNRESTRICTED_CORES`` on the target card for ``COMPUTE_SECONDS``:
     the same-run reference TC-12's and TC-14's shares are measured against."""
-    body = probe_body(
-        target,
-        run_id,
-        name,
-        compute_args(COMPUTE_SECONDS),
-        memory_mib=COMPUTE_POD_MEMORY_MIB,
-        cores=UNRESTRICTED_CORES,
-    )
+    body = compute_body(target, run_id, name, COMPUTE_SECONDS, UNRESTRICTED_CORES)
     return run_probe(cluster, namespace, body, COMPUTE_SECONDS)
 
 

@@ -21,6 +21,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.acceptance.gpu_plan import (
+    COMPUTE_POD_MEMORY_MIB,
+    CORE_POLICY_ENV,
+    HAMI_CORE_LOG_ENV,
+)
+from tests.acceptance.hami_evidence import GPU_USE_UUID
 from tests.acceptance.workloads import gpu_limits, pod_body
 
 # python:3.12-slim by digest, exactly as HAMi v2.10.0 pins it for its own benchmark client
@@ -44,8 +50,6 @@ PROBE_KEY = "probe.py"
 PROBE_MOUNT = "/probe"
 PROBE_VOLUME = "probe"
 PROBE_CONTAINER = "main"  # workloads.pod_body's container name
-# HAMi v2.10.0 pkg/device/nvidia/device.go:49-50: the cards a pod may be placed on.
-GPU_USE_UUID = "nvidia.com/use-gpuuuid"
 # The NVIDIA Container Toolkit mounts the driver's CUDA library only with "compute", nvidia-smi
 # and NVML only with "utility". The probe image is not a CUDA image, so it does not set them.
 DRIVER_CAPABILITIES = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
@@ -118,6 +122,36 @@ def probe_pod(
     return body
 
 
+def compute_pod(
+    name: str,
+    run_id: str,
+    *,
+    seconds: float,
+    cores: int,
+    card_uuid: str,
+    image: str,
+    node_selector: dict[str, str] | None = None,
+    policy: str | None = None,
+) -> dict[str, Any]:
+    """A compute probe (TC-12, TC-14): ``compute_args(seconds)`` on ``cores`` of the card, with
+    HAMi-core's log level at 3 so its limiter's own lines reach the log (gpu_plan.HAMI_CORE_LOG_ENV)
+    and, when given, the core policy HAMi-core reads (``GPU_CORE_UTILIZATION_POLICY``)."""
+    env = dict(HAMI_CORE_LOG_ENV)
+    if policy is not None:
+        env[CORE_POLICY_ENV] = policy
+    return probe_pod(
+        name,
+        run_id,
+        args=compute_args(seconds),
+        memory_mib=COMPUTE_POD_MEMORY_MIB,
+        cores=cores,
+        card_uuid=card_uuid,
+        image=image,
+        node_selector=node_selector,
+        env=env,
+    )
+
+
 def memory_args(guard_mib: int, steps_mib: Sequence[int]) -> list[str]:
     return ["memory", "--guard-mib", str(guard_mib), "--steps-mib", *map(str, steps_mib)]
 
@@ -126,8 +160,45 @@ def compute_args(seconds: float) -> list[str]:
     return ["compute", "--seconds", f"{seconds:g}"]
 
 
-def hold_args(mib: int, seconds: float, interval: float) -> list[str]:
-    return ["hold", "--mib", str(mib), "--seconds", f"{seconds:g}", "--interval", f"{interval:g}"]
+def hold_args(mib: int, seconds: float, interval: float, *, releasable: bool = False) -> list[str]:
+    args = ["hold", "--mib", str(mib), "--seconds", f"{seconds:g}", "--interval", f"{interval:g}"]
+    if releasable:
+        args += ["--release-file", f"{PODINFO_MOUNT}/{PODINFO_ANNOTATIONS}"]
+        args += ["--release-key", RELEASE_ANNOTATION]
+    return args
+
+
+# TC-13's exit round: the hog holds with no timer and exits by itself once the suite, after the
+# waiter's refusal, writes RELEASE_ANNOTATION on it; the probe reads its pod's annotations from a
+# downward-API volume (the kubelet rewrites the file when the annotations change).
+RELEASE_ANNOTATION = "gpu-platform.io/release-hold"
+PODINFO_VOLUME = "podinfo"
+PODINFO_MOUNT = "/podinfo"
+PODINFO_ANNOTATIONS = "annotations"
+
+
+def releasable(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with its annotations mounted for the probe (``hold_args(releasable=True)``)."""
+    body["spec"]["volumes"].append(
+        {
+            "name": PODINFO_VOLUME,
+            "downwardAPI": {
+                "items": [
+                    {"path": PODINFO_ANNOTATIONS, "fieldRef": {"fieldPath": "metadata.annotations"}}
+                ]
+            },
+        }
+    )
+    container = body["spec"]["containers"][0]
+    container["volumeMounts"].append(
+        {"name": PODINFO_VOLUME, "mountPath": PODINFO_MOUNT, "readOnly": True}
+    )
+    return body
+
+
+def release_patch(when: str) -> dict[str, Any]:
+    """The patch that releases a releasable hog."""
+    return {"metadata": {"annotations": {RELEASE_ANNOTATION: when}}}
 
 
 def info_args() -> list[str]:

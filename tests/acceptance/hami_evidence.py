@@ -612,15 +612,54 @@ def parse_fit_error(message: str) -> tuple[int, str] | None:
     return int(match.group(1)), detail.rstrip(".")
 
 
-def hami_reasons(event: EventRecord) -> set[str]:
-    """The HAMi refusal reasons an event names (empty for anything else)."""
+def hami_reason_counts(event: EventRecord) -> dict[str, tuple[int, int] | None]:
+    """The HAMi refusal reasons an event names, each with (cards, of the node's cards) where the
+    event says (kube-scheduler's FailedScheduling carries GenReason's "%d/%d %s"), None where it
+    does not (HAMi's own FilteringFailed names the reason and the nodes only)."""
     filtering = parse_filtering_failed(event.message)
     if filtering is not None:
-        return {filtering[0]}
+        return {filtering[0]: None}
     fit = parse_fit_error(event.message)
     if fit is not None:
-        return set(parse_card_reasons(fit[1]))
-    return set()
+        counts: dict[str, tuple[int, int] | None] = dict(parse_card_reasons(fit[1]))
+        return counts
+    return {}
+
+
+def hami_reasons(event: EventRecord) -> set[str]:
+    """The HAMi refusal reasons an event names (empty for anything else)."""
+    return set(hami_reason_counts(event))
+
+
+# HAMi v2.10.0 pkg/device/common/common.go:27 (CardUUIDMismatch = "CardUuidMismatch").
+CARD_UUID_MISMATCH = "CardUuidMismatch"
+# HAMi v2.10.0 pkg/device/nvidia/device.go:49-50: the cards a pod may be placed on.
+GPU_USE_UUID = "nvidia.com/use-gpuuuid"
+
+
+def pinned_cards(pod: PodPlacement) -> list[str]:
+    """The card UUIDs the pod is pinned to with ``nvidia.com/use-gpuuuid`` (HAMi's CheckUUID
+    splits the annotation on commas, pkg/device/devices.go:693-717)."""
+    value = pod.annotations.get(GPU_USE_UUID, "")
+    return [u.strip() for u in value.split(",") if u.strip()]
+
+
+def _uuid_noise(reason: str, count: tuple[int, int] | None, pinned: int) -> bool:
+    """Whether ``reason`` is the expected answer of the node's other cards to a UUID pin.
+
+    HAMi's Fit checks the pin on every card of the node and counts ``CardUuidMismatch`` for each
+    card not named (HAMi v2.10.0 pkg/device/nvidia/device.go:755-758), and GenReason reports the
+    count over all the node's cards (pkg/device/common/common.go:46-53): a pinned probe on an
+    8-card node is refused with "1/8 CardInsufficientMemory, 7/8 CardUuidMismatch", and HAMi's
+    scheduler writes one FilteringFailed event per reason type (pkg/scheduler/score.go:348-353),
+    "1 nodes CardUuidMismatch(<node>)" among them. Noise as long as fewer cards than the node has
+    minus the pinned ones mismatched: "8/8" means the pinned card is not on the node at all."""
+    if not pinned or reason != CARD_UUID_MISMATCH:
+        return False
+    if count is None:
+        return True
+    cards, of = count
+    return cards <= of - pinned
 
 
 def judge_rejection(
@@ -631,23 +670,30 @@ def judge_rejection(
     contradicting: Collection[str] = (),
     exclusive: bool = False,
 ) -> Verdict:
-    """TC-05 / TC-06: the pod stays unbound under HAMi and a Warning event gives the expected
-    reason, and none of the reasons that would mean the scenario is not the one meant: those in
-    ``contradicting`` or, with ``exclusive``, any other HAMi reason. On a single card HAMi's Fit
-    stops at the first failing check and gives one reason per attempt (HAMi v2.10.0
-    pkg/device/nvidia/device.go:727-838), so another reason means another scenario."""
+    """TC-05 / TC-06 / TC-13: the pod stays unbound under HAMi and a Warning event gives the
+    expected reason, and none of the reasons that would mean the scenario is not the one meant:
+    those in ``contradicting`` or, with ``exclusive``, any other HAMi reason. On a single card
+    HAMi's Fit stops at the first failing check and gives one reason per card and attempt (HAMi
+    v2.10.0 pkg/device/nvidia/device.go:727-838), so another reason means another scenario -
+    except ``CardUuidMismatch`` from the node's other cards when the pod is pinned to a card with
+    ``nvidia.com/use-gpuuuid`` (``_uuid_noise``), which is recorded as expected noise."""
     verdict = Verdict()
     problems = verdict.problems
     warnings = [e for e in events if e.type == "Warning"]
     matching = [e for e in warnings if expected_reason in hami_reasons(e)]
-    contradictions = sorted(
-        {
-            reason
-            for e in warnings
-            for reason in hami_reasons(e)
-            if reason in contradicting or (exclusive and reason != expected_reason)
-        }
-    )
+    pinned = len(pinned_cards(pod))
+    contradictions: set[str] = set()
+    noise: set[str] = set()
+    for event in warnings:
+        for reason, count in hami_reason_counts(event).items():
+            if reason == expected_reason:
+                continue
+            if _uuid_noise(reason, count, pinned):
+                noise.add(event.describe())
+            elif reason in contradicting or exclusive:
+                if reason == CARD_UUID_MISMATCH and pinned and count is not None:
+                    reason = f"{reason} on {count[0]}/{count[1]} cards (the pinned card too)"
+                contradictions.add(reason)
     if pod.node:
         problems.append(f"{pod.name} was bound to {pod.node}")
     if pod.phase != "Pending":
@@ -663,16 +709,69 @@ def judge_rejection(
         )
     if contradictions:
         problems.append(
-            f"{pod.name} was also refused for {', '.join(contradictions)}, which this scenario "
-            "must not trigger"
+            f"{pod.name} was also refused for {', '.join(sorted(contradictions))}, which this "
+            "scenario must not trigger"
         )
     verdict.facts = {
         "pod": pod.name,
         "node": pod.node,
         "phase": pod.phase,
         "schedulerName": pod.scheduler_name,
+        "pinnedCards": pinned_cards(pod),
         "matching": [e.describe() for e in matching],
+        "expectedNoise": sorted(noise),
         "events": [e.describe() for e in events],
+    }
+    return verdict
+
+
+def judge_accumulation(
+    holder: PodPlacement,
+    second: Verdict,
+    *,
+    card_uuid: str,
+    card_mib: int,
+    holder_mib: int,
+    second_mib: int,
+) -> Verdict:
+    """TC-06's accumulation case: HAMi counts what is already allocated on a card. Holds when the
+    holder is bound with exactly its share on the card, the second pod would fit the card alone
+    (``second_mib`` <= ``card_mib``) but not beside the holder, and it was refused with
+    ``CardInsufficientMemory`` and nothing else (``second``, from ``judge_rejection``)."""
+    verdict = Verdict()
+    problems = verdict.problems
+    if second_mib > card_mib:
+        problems.append(
+            f"the second pod asks {second_mib} MiB, more than the card's {card_mib} MiB: that is "
+            "the single-pod case, not accumulation"
+        )
+    if holder_mib + second_mib <= card_mib:
+        problems.append(
+            f"{holder_mib} + {second_mib} MiB fit the card's {card_mib} MiB: nothing to refuse"
+        )
+    try:
+        shares = pod_shares(holder.allocated or "")
+    except EvidenceError as exc:
+        shares = []
+        problems.append(f"{holder.name}: {exc}")
+    on_card = [s for s in shares if s.uuid == card_uuid]
+    if not holder.node or holder.bind_phase != BIND_SUCCESS:
+        problems.append(
+            f"the holder {holder.name} is not bound (node {holder.node!r}, bind-phase "
+            f"{holder.bind_phase!r})"
+        )
+    if [s.memory_mib for s in on_card] != [holder_mib]:
+        problems.append(
+            f"the holder {holder.name} holds {holder.allocated!r}, not {holder_mib} MiB of "
+            f"{card_uuid}"
+        )
+    problems.extend(f"the second pod: {p}" for p in second.problems)
+    verdict.facts = {
+        "cardMiB": card_mib,
+        "holder": {"pod": holder.name, "node": holder.node, "allocated": holder.allocated},
+        "holderMiB": holder_mib,
+        "secondMiB": second_mib,
+        "second": second.facts,
     }
     return verdict
 
@@ -979,6 +1078,85 @@ def parse_webhook_denial(message: str) -> tuple[str, str] | None:
 
 def _quantity_int(text: str) -> int | None:
     return int(text) if _INTEGER.match(text.strip()) else None
+
+
+@dataclass
+class TunnelCut:
+    """TC-16: what a GPU pod's creation met while the tenant's Konnectivity agents were cut off,
+    and after they were let through again."""
+
+    tenant: str
+    agents_replaced: bool  # the agents were restarted behind the deny-egress policy
+    api_answered: bool  # the API server itself answered a plain request meanwhile
+    create_status: int | None  # HTTP status of the refused creation; None: the pod was created
+    create_message: str
+    created_scheduler: str | None  # schedulerName of a pod admitted while cut off
+    restored_scheduler: str | None  # schedulerName of a pod created after the restore
+    recovered_seconds: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant,
+            "agentsReplaced": self.agents_replaced,
+            "apiAnswered": self.api_answered,
+            "createStatus": self.create_status,
+            "createMessage": self.create_message,
+            "createdSchedulerName": self.created_scheduler,
+            "restoredSchedulerName": self.restored_scheduler,
+            "recoveredSeconds": None
+            if self.recovered_seconds is None
+            else round(self.recovered_seconds, 1),
+        }
+
+
+# k8s.io/apiserver pkg/util/webhook/error.go:34-39 ErrCallingWebhook: "failed calling webhook
+# %q: %v" when the call itself fails (no answer), which a Fail policy turns into the refusal.
+WEBHOOK_CALL_FAILED = f'failed calling webhook "{HAMI_WEBHOOK}"'
+
+
+def judge_tunnel_cut(cut: TunnelCut) -> Verdict:
+    """TC-16 (Konnectivity down): with the tenant's Konnectivity agents unable to reach their
+    server, the hosted API server cannot call HAMi's webhook on the workers, and the webhook's
+    ``failurePolicy: Fail`` refuses the GPU pod with "failed calling webhook" while the API server
+    itself answers; once the agents are let through, a GPU pod is mutated by HAMi again."""
+    verdict = Verdict(facts=cut.as_dict())
+    problems = verdict.problems
+    tag = f"{cut.tenant}:"
+    if not cut.agents_replaced:
+        problems.append(
+            f"{tag} the konnectivity-agent pods were not restarted behind the deny-egress policy: "
+            "the tunnel was never cut, nothing below is evidence"
+        )
+    if not cut.api_answered:
+        problems.append(
+            f"{tag} the API server itself did not answer while the tunnel was cut: a refusal "
+            "then says nothing about the tunnel"
+        )
+    if cut.create_status is None:
+        if cut.created_scheduler == HAMI_SCHEDULER_NAME:
+            problems.append(
+                f"{tag} a GPU pod was admitted and mutated by HAMi's webhook with the "
+                "Konnectivity agents cut off: the API server reached the webhook another way "
+                "(TC-03's premise does not hold) or the cut did not take (agents on the host "
+                "network ignore NetworkPolicy)"
+            )
+        else:
+            problems.append(
+                f"{tag} a GPU pod was admitted without HAMi's mutation (schedulerName "
+                f"{cut.created_scheduler!r}): HAMi's webhook does not fail closed"
+            )
+    elif WEBHOOK_CALL_FAILED not in cut.create_message:
+        problems.append(
+            f"{tag} the GPU pod was refused with {cut.create_status}: {cut.create_message!r}, "
+            f"not by the webhook call failing ({WEBHOOK_CALL_FAILED})"
+        )
+    if cut.restored_scheduler != HAMI_SCHEDULER_NAME:
+        problems.append(
+            f"{tag} after the agents were let through again a GPU pod came back with "
+            f"schedulerName {cut.restored_scheduler!r}, not {HAMI_SCHEDULER_NAME}: the webhook "
+            "path did not recover"
+        )
+    return verdict
 
 
 def judge_card_quota_refusal(

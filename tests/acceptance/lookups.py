@@ -29,6 +29,10 @@ HAMI_SCHEDULER_SELECTOR = "app.kubernetes.io/component=hami-scheduler"
 # charts/hami/templates/device-plugin/daemonsetnvidia.yaml: HAMi's real device plugin (prod) is a
 # DaemonSet in HAMi's namespace whose pods carry this label (and run the vGPU monitor beside it).
 HAMI_DEVICE_PLUGIN_SELECTOR = "app.kubernetes.io/component=hami-device-plugin"
+# The plugin's own container in that pod (HAMi v2.10.0
+# charts/hami/templates/device-plugin/daemonsetnvidia.yaml:71 "name: device-plugin"; the pod also
+# runs vgpu-monitor).
+HAMI_PLUGIN_CONTAINER = "device-plugin"
 # charts/hami/templates/scheduler/webhook.yaml objectSelector: pods labelled so are never sent to
 # HAMi's webhook (the suite's probes that must not depend on it carry this label).
 HAMI_WEBHOOK_IGNORE = {"hami.io/webhook": "ignore"}

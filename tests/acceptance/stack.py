@@ -450,6 +450,32 @@ def plan_sharing(
     return None
 
 
+@dataclass(frozen=True)
+class AccumulationSizes:
+    """TC-06's accumulation case on one card: a holder takes half the card; a second pod asks one
+    MiB more than what is left - it fits the card alone, not beside the holder."""
+
+    card_mib: int
+    holder_mib: int
+    second_mib: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "cardMiB": self.card_mib,
+            "holderMiB": self.holder_mib,
+            "secondMiB": self.second_mib,
+        }
+
+
+def accumulation_sizes(card_memory_mib: int) -> AccumulationSizes:
+    """Half the card (rounded down) for the holder, the rest + 1 MiB for the second pod: HAMi's
+    Fit refuses memory when ``Totalmem - Usedmem < memreq`` (HAMi v2.10.0
+    pkg/device/nvidia/device.go:789-791), so 81920 MiB gives 40960 + 40961: refused by one MiB,
+    while 40961 alone fits."""
+    holder = card_memory_mib // 2
+    return AccumulationSizes(card_memory_mib, holder, card_memory_mib - holder + 1)
+
+
 def visibility_test_id(index: int) -> str:
     """TC-07 for the first tenant, TC-08 for the second, TC-08.1, TC-08.2 ... for more."""
     if index == 0:

@@ -6,8 +6,10 @@ Two rounds on the GPU pool's card (free when the test starts), each in its own n
   mode allocates all of it but its context's headroom and touches it with a kernel);
 * a "waiter" asks the rest plus ``WAITER_EXCESS_MIB``: it must stay Pending with HAMi's
   ``CardInsufficientMemory`` (it does not fit while the hog is counted);
-* the hog ends - round ``exit``: its process exits by itself after ``HOG_SECONDS`` (pod
-  Succeeded); round ``delete``: the pod is deleted while holding;
+* the hog ends once the refusal has been seen, never on a timer - round ``exit``: the suite
+  writes ``gpu_workloads.RELEASE_ANNOTATION`` on it, the probe reads it through a downward-API
+  volume, frees its memory and exits by itself (pod Succeeded, a ``released`` line in its log);
+  round ``delete``: the pod is deleted while holding;
 * the waiter must bind within ``RECLAIM_BIND_SECONDS`` of that, and HAMi must then count only
   the baseline plus the waiter on the card - in the pods' allocation annotations and in its
   scheduler's per-card metrics (``hami_gpu_memory_allocated_bytes``, ``hami_gpu_shared_count``)
@@ -37,9 +39,8 @@ from tests.acceptance.gpu_live import (
     wait_phase,
 )
 from tests.acceptance.gpu_plan import (
-    HOG_SECONDS,
+    HOG_RELEASE_SECONDS,
     HOLD_INTERVAL_SECONDS,
-    PROBE_SLACK_SECONDS,
     PROBE_START_SECONDS,
     RECLAIM_BIND_SECONDS,
     RECLAIM_CORES,
@@ -48,7 +49,7 @@ from tests.acceptance.gpu_plan import (
     reclaim_sizes,
     sharing_problem,
 )
-from tests.acceptance.gpu_workloads import hold_args
+from tests.acceptance.gpu_workloads import hold_args, releasable, release_patch
 from tests.acceptance.hami_evidence import judge_rejection
 from tests.acceptance.kube import (
     CLEANUP_TIMEOUT,
@@ -59,6 +60,7 @@ from tests.acceptance.kube import (
     poll_until,
     read_pod,
     read_pod_or_none,
+    retrying,
     wait_for_refusal,
 )
 from tests.acceptance.live import LiveStack
@@ -99,20 +101,16 @@ def reclaim_round(
     cluster, node, uuid = target.cluster, target.node, target.card.uuid
     baseline, _ = load_view(cluster, node, uuid)
     hog, waiter = f"hog-{how}", f"waiter-{how}"
-    create_pod(
-        cluster,
-        namespace,
-        probe_body(
-            target,
-            live.run_id,
-            hog,
-            hold_args(
-                sizes.hog_hold_mib, HOG_SECONDS if how == "exit" else 0, HOLD_INTERVAL_SECONDS
-            ),
-            memory_mib=sizes.hog_mib,
-            cores=RECLAIM_CORES,
-        ),
+    exiting = how == "exit"
+    hog_body = probe_body(
+        target,
+        live.run_id,
+        hog,
+        hold_args(sizes.hog_hold_mib, 0, HOLD_INTERVAL_SECONDS, releasable=exiting),
+        memory_mib=sizes.hog_mib,
+        cores=RECLAIM_CORES,
     )
+    create_pod(cluster, namespace, releasable(hog_body) if exiting else hog_body)
     holding = wait_output(cluster, namespace, hog, held(sizes.hog_hold_mib), PROBE_START_SECONDS)
     hog_run = holding if holding is not None else output(cluster, namespace, hog)
     base = baseline.annotations
@@ -131,10 +129,17 @@ def reclaim_round(
     )
     pod, events = wait_for_refusal(cluster, namespace, waiter, "CardInsufficientMemory")
     refusal = judge_rejection(placement(pod), events, "CardInsufficientMemory", exclusive=True)
-    if how == "exit":
-        ended = wait_phase(
-            cluster, namespace, hog, ("Succeeded", "Failed"), HOG_SECONDS + PROBE_SLACK_SECONDS
+    if exiting:
+        # Only now, with the refusal seen, is the hog told to end (no timer to race the waits).
+        retrying(
+            lambda: cluster.core.patch_namespaced_pod(
+                hog,
+                namespace,
+                release_patch(f"after-refusal-{int(time.time())}"),
+                _request_timeout=REQUEST_TIMEOUT,
+            )
         )
+        ended = wait_phase(cluster, namespace, hog, ("Succeeded", "Failed"), HOG_RELEASE_SECONDS)
         end_mark = time.monotonic()
         hog_end = placement(ended if ended is not None else read_pod(cluster, namespace, hog)).phase
         hog_run = output(cluster, namespace, hog)

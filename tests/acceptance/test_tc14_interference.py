@@ -10,10 +10,14 @@ On the GPU pool's card (free when the test starts), under HAMi's default core po
 * their one-second rate windows (the node's clock, both pods on one node) are split into: first
   alone, both, second alone (``gpu_judges.judge_interference``).
 
-Passes when, while both run, neither gets less than its share of the full card minus
-``COMPUTE_SHARE_TOLERANCE``; the report gives each probe's throughput alone and together and the
-interference (1 - together / alone). 70 / 30 rather than 50 / 50: an even split is what the
-driver's own time-slicing gives two unthrottled processes, so it could not show HAMi at work.
+Informational under HAMi's default policy (``gpu_plan.INTERFERENCE_SHARES`` says why HAMi-core's
+limiter may stay off for both probes): the report gives each probe's fraction of the card together
+and alone, the interference (1 - together / alone), whether it fell below its share minus
+``COMPUTE_SHARE_TOLERANCE`` and HAMi-core's own limiter state (``LIBCUDA_LOG_LEVEL=3``), never a
+share failure; the test fails only when it measured nothing (a probe failed, HAMi-core absent,
+the probes on different cards, too few windows). 70 / 30 rather than 50 / 50: an even split is
+what the driver's own time-slicing gives two unthrottled processes, so it could not show HAMi at
+work.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from tests.acceptance.gpu_judges import ProbeRun, judge_interference, rate_windo
 from tests.acceptance.gpu_live import (
     GpuTarget,
     busy_card_problem,
-    probe_body,
+    compute_body,
     probe_namespace,
     result_of,
     run_unrestricted_compute,
@@ -34,7 +38,6 @@ from tests.acceptance.gpu_live import (
     wait_phase,
 )
 from tests.acceptance.gpu_plan import (
-    COMPUTE_POD_MEMORY_MIB,
     INTERFERENCE_ALONE_SECONDS,
     INTERFERENCE_SECONDS,
     INTERFERENCE_SHARES,
@@ -43,7 +46,6 @@ from tests.acceptance.gpu_plan import (
     GpuPlan,
     sharing_problem,
 )
-from tests.acceptance.gpu_workloads import compute_args
 from tests.acceptance.kube import create_pod
 from tests.acceptance.live import LiveStack
 from tests.acceptance.report import Evidence
@@ -85,14 +87,7 @@ def test_tc14_shares_hold_against_a_busy_neighbour(
             create_pod(
                 cluster,
                 namespace,
-                probe_body(
-                    gpu_target,
-                    live.run_id,
-                    name,
-                    compute_args(INTERFERENCE_SECONDS),
-                    memory_mib=COMPUTE_POD_MEMORY_MIB,
-                    cores=share,
-                ),
+                compute_body(gpu_target, live.run_id, name, INTERFERENCE_SECONDS, share),
             )
             if index == 0:
                 alone = wait_output(
@@ -132,5 +127,7 @@ def test_tc14_shares_hold_against_a_busy_neighbour(
             f"({row.get('cardFractionAlone')} alone, interference {row.get('interference')})"
             for label, row in together.items()
         )
+        + "; informational: "
+        + ("; ".join(verdict.facts.get("findings") or []) or "each at or above its share")
     )
     assert not problems, "; ".join(problems)

@@ -9,8 +9,10 @@ On the GPU pool's node and card:
   node's ``hami.io/node-nvidia-register`` cards and ``nvidia.com/gpu`` allocatable, the holder's
   ``hami.io/vgpu-devices-allocated``;
 * the plugin pod is deleted (its DaemonSet recreates it); the suite waits, bounded by
-  ``PLUGIN_RECOVERY_SECONDS``, for a new ready plugin pod with the card registered and
-  allocatable back to cards x slots;
+  ``PLUGIN_RECOVERY_SECONDS``, for a new ready plugin pod whose own log shows it registered with
+  the kubelet and wrote the node's annotation - state written after the deletion; the annotation
+  and allocatable alone may still be the old pod's - with the card registered and allocatable
+  back to cards x slots;
 * after: the same cards with the same totals, healthy; the holder still Running, not restarted,
   with the same allocation and ``HOLDER_BEATS_AFTER_RESTART`` more heartbeats (it kept using its
   memory); a new probe pod binds to a registered card and runs on it.
@@ -22,7 +24,12 @@ import time
 
 import pytest
 
-from tests.acceptance.gpu_judges import ProbeRun, RecoveryObservation, judge_recovery
+from tests.acceptance.gpu_judges import (
+    ProbeRun,
+    RecoveryObservation,
+    judge_recovery,
+    plugin_fresh_problems,
+)
 from tests.acceptance.gpu_live import (
     GpuTarget,
     PluginPod,
@@ -56,8 +63,18 @@ from tests.acceptance.hami_evidence import (
     RegisteredCard,
     parse_node_register,
 )
-from tests.acceptance.kube import Cluster, create_pod, placement, poll_until, read_pod, retrying
+from tests.acceptance.kube import (
+    API_ERRORS,
+    Cluster,
+    create_pod,
+    placement,
+    pod_log,
+    poll_until,
+    read_pod,
+    retrying,
+)
 from tests.acceptance.live import LiveStack
+from tests.acceptance.lookups import HAMI_NAMESPACE, HAMI_PLUGIN_CONTAINER
 from tests.acceptance.report import Evidence
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(1800)]
@@ -78,14 +95,28 @@ def registered(cluster: Cluster, node: str) -> tuple[list[RegisteredCard] | None
     return cards, facts.allocatable.get(NVIDIA_GPU)
 
 
+def plugin_log(cluster: Cluster, pod: PluginPod | None) -> str | None:
+    """The device-plugin container's log of ``pod`` (None when unreadable or no pod)."""
+    if pod is None:
+        return None
+    try:
+        return pod_log(cluster, HAMI_NAMESPACE, pod.name, container=HAMI_PLUGIN_CONTAINER)
+    except API_ERRORS:
+        return None
+
+
 def wait_recovered(
     cluster: Cluster, node: str, before: PluginPod, expected: int
 ) -> PluginPod | None:
-    """A new, ready plugin pod on the node with the cards registered and allocatable back."""
+    """A new, ready plugin pod on the node whose own log shows it registered with the kubelet and
+    wrote the node's annotation (state written after the deletion:
+    ``gpu_judges.plugin_fresh_problems``), with the cards registered and allocatable back."""
 
     def check() -> PluginPod | None:
         now = plugin_pod(cluster, node)
         if now is None or now.uid == before.uid or not now.ready:
+            return None
+        if plugin_fresh_problems(plugin_log(cluster, now)):
             return None
         cards, allocatable = registered(cluster, node)
         return now if cards and allocatable == expected else None
@@ -171,6 +202,7 @@ def test_tc15_device_plugin_restart_keeps_cards_and_shares(
         holder_run=holder_run,
         newcomer=newcomer.pod,
         newcomer_run=newcomer.run,
+        plugin_log_after=plugin_log(cluster, current),
     )
     verdict = judge_recovery(
         seen, bound_seconds=PLUGIN_RECOVERY_SECONDS, beats_after=HOLDER_BEATS_AFTER_RESTART

@@ -94,3 +94,22 @@ def pod_body(
         },
         "spec": spec,
     }
+
+
+# TC-16: the NetworkPolicy that cuts the Konnectivity agents off (removed after the test).
+CUT_POLICY = "acceptance-konnectivity-down"
+
+
+def deny_egress_policy(run_id: str, namespace: str, selector: str) -> dict[str, Any]:
+    """All egress of the konnectivity-agent pods denied (an Egress policy with no rules)."""
+    key, value = selector.split("=", 1)
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {
+            "name": CUT_POLICY,
+            "namespace": namespace,
+            "labels": {RUN_LABEL: run_id, **MANAGED_BY},
+        },
+        "spec": {"podSelector": {"matchLabels": {key: value}}, "policyTypes": ["Egress"]},
+    }

@@ -54,6 +54,7 @@ REQUIRED_PASSED = (
     "TC-08",
     "TC-09",
     "TC-10",
+    "TC-16",
 )
 # The runtime-isolation tests need real NVIDIA GPUs: on the lab's mock devices they must skip,
 # never pass (tests/acceptance/gpu_plan.py).

@@ -278,7 +278,7 @@ def test_compute_probes_at_thirty_percent_pass_and_unthrottled_fail(
     passed = gj.judge_compute_share(limited, full, cores=30)
     assert passed.ok, passed.explain()
     assert abs(passed.facts["ratio"] - 0.3) < 0.02
-    assert "share violated" in gj.judge_compute_share(unthrottled, full, cores=30).explain()
+    assert "not limited" in gj.judge_compute_share(unthrottled, full, cores=30).explain()
 
 
 def test_windows_end_exactly_at_the_run_time() -> None:
@@ -308,6 +308,64 @@ def test_hold_probe_holds_its_memory_and_beats() -> None:
     assert all(b["heldMiB"] == 1024 for b in beats)
     assert run.last("hold-result") == {"kind": "hold-result", "heldMiB": 1024, "beats": 4}
     assert driver.used == 500 * MIB
+
+
+def test_a_releasable_hog_holds_without_a_timer_until_the_suite_releases_it(tmp_path: Path) -> None:
+    """TC-13's exit round (issue 24): no timer; the release annotation, as the kubelet writes the
+    downward-API file (key="value" lines), ends it by itself after a ``released`` line."""
+    annotations = tmp_path / "annotations"
+    annotations.write_text('nvidia.com/use-gpuuuid="GPU-1"\n')
+    driver = FakeDriver(cap_mib=4096)
+    out = io.StringIO()
+    began = driver.clock()
+
+    def sleep(seconds: float) -> None:
+        driver.clock.sleep(seconds)
+        if driver.clock() >= began + 7.0:  # the suite releases it after the refusal
+            annotations.write_text(
+                'gpu-platform.io/release-hold="after-refusal-1"\nnvidia.com/use-gpuuuid="GPU-1"\n'
+            )
+
+    args = probe.parser().parse_args(gpu_workloads.hold_args(1024, 0, 2.0, releasable=True))
+    assert args.release_key == gpu_workloads.RELEASE_ANNOTATION
+    assert args.release_file == "/podinfo/annotations"
+    probe.hold_mode(
+        driver,
+        out,
+        mib=1024,
+        seconds=0,
+        interval=2.0,
+        release_file=str(annotations),
+        release_key=args.release_key,
+        clock=driver.clock,
+        sleep=sleep,
+    )
+    run = gj.parse_probe_log("hog", out.getvalue())
+    assert run.last("released") is not None
+    assert run.last("hold-result") == {"kind": "hold-result", "heldMiB": 1024, "beats": 5}
+
+
+def test_a_releasable_hog_pod_mounts_its_annotations() -> None:
+    body = gpu_workloads.releasable(
+        gpu_workloads.probe_pod(
+            "hog-exit",
+            "run",
+            args=gpu_workloads.hold_args(1024, 0, 2.0, releasable=True),
+            memory_mib=2048,
+            cores=10,
+            card_uuid="GPU-1",
+            image=gpu_workloads.PROBE_IMAGE,
+        )
+    )
+    volume = next(v for v in body["spec"]["volumes"] if v["name"] == "podinfo")
+    assert volume["downwardAPI"]["items"] == [
+        {"path": "annotations", "fieldRef": {"fieldPath": "metadata.annotations"}}
+    ]
+    mounts = body["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "podinfo", "mountPath": "/podinfo", "readOnly": True} in mounts
+    assert gpu_workloads.release_patch("x") == {
+        "metadata": {"annotations": {"gpu-platform.io/release-hold": "x"}}
+    }
 
 
 # --------------------------------------------------------------------------- the container

@@ -289,6 +289,34 @@ def test_card_reasons_are_counted_per_card() -> None:
     assert he.parse_card_reasons("0/1 nodes are available") == {}
 
 
+def test_card_reasons_keep_their_counts_per_event() -> None:
+    """kube-scheduler's FailedScheduling carries GenReason's counts; HAMi's FilteringFailed not."""
+    assert he.hami_reason_counts(EVENT_BY_ID["kube-memory-pinned-8"]) == {
+        "CardInsufficientMemory": (1, 8),
+        "CardUuidMismatch": (7, 8),
+    }
+    assert he.hami_reason_counts(EVENT_BY_ID["hami-uuid-h100"]) == {"CardUuidMismatch": None}
+
+
+def test_a_pinned_refusal_records_the_other_cards_mismatch_as_noise() -> None:
+    """TC-13 on an 8-card node (issue 24): the other seven cards' CardUuidMismatch is recorded,
+    not held against the scenario."""
+    pod = he.PodPlacement(
+        "waiter-exit",
+        "",
+        "Pending",
+        "hami-scheduler",
+        annotations={he.GPU_USE_UUID: " GPU-8a1f6c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b ,"},
+    )
+    ids = ("hami-memory-h100", "hami-uuid-h100", "kube-memory-pinned-8")
+    events = [EVENT_BY_ID[i] for i in ids]
+    verdict = he.judge_rejection(pod, events, "CardInsufficientMemory", exclusive=True)
+    assert verdict.ok, verdict.explain()
+    assert verdict.facts["pinnedCards"] == ["GPU-8a1f6c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"]
+    assert len(verdict.facts["expectedNoise"]) == 2
+    assert len(verdict.facts["matching"]) == 2
+
+
 @pytest.mark.parametrize("case", EVENTS["rejections"], ids=case_id)
 def test_rejection_judge_samples(case: dict[str, Any]) -> None:
     events = [EVENT_BY_ID[i] for i in case["events"]]
@@ -307,6 +335,149 @@ def test_rejection_judge_samples(case: dict[str, Any]) -> None:
         assert case["problem"] in verdict.explain()
     else:
         assert verdict.facts["matching"], "a passing verdict names the event it relied on"
+
+
+# ---------------------------------------------------------------- TC-06 accumulation
+
+ACCUMULATION_CARD = "GPU-2ee0ff0b-4199-49c9-9ad5-1a5b6022d3ae"
+
+
+def accumulation_holder(**changes: Any) -> he.PodPlacement:
+    annotations = {
+        he.HAMI_DEVICES_ALLOCATED: f"{ACCUMULATION_CARD},NVIDIA,40960,10:;",
+        he.HAMI_BIND_PHASE: "success",
+    }
+    base = he.PodPlacement(
+        "mem-holder", "tenant-a-a100-0", "Running", "hami-scheduler", annotations=annotations
+    )
+    return he.PodPlacement(**{**base.__dict__, **changes})
+
+
+def accumulation_second(*event_ids: str) -> he.Verdict:
+    pod = he.PodPlacement("mem-second", "", "Pending", "hami-scheduler")
+    events = [EVENT_BY_ID[i] for i in event_ids]
+    return he.judge_rejection(pod, events, "CardInsufficientMemory", exclusive=True)
+
+
+def test_accumulation_sizes_fit_alone_but_not_together() -> None:
+    """By hand: 81920 MiB -> 40960 held + 40961 asked (81921 > 81920, 40961 <= 81920)."""
+    sizes = stack.accumulation_sizes(81_920)
+    assert (sizes.holder_mib, sizes.second_mib) == (40_960, 40_961)
+    for card in (2, 3, 23_034, 81_559):
+        sizes = stack.accumulation_sizes(card)
+        assert sizes.second_mib <= card < sizes.holder_mib + sizes.second_mib
+
+
+def test_accumulation_judge_accepts_a_refusal_caused_by_what_is_held() -> None:
+    verdict = he.judge_accumulation(
+        accumulation_holder(),
+        accumulation_second("hami-memory", "hami-summary", "kube-memory"),
+        card_uuid=ACCUMULATION_CARD,
+        card_mib=81_920,
+        holder_mib=40_960,
+        second_mib=40_961,
+    )
+    assert verdict.ok, verdict.explain()
+    assert verdict.facts["second"]["matching"]
+
+
+@pytest.mark.parametrize(
+    ("holder", "events", "sizes", "fragment"),
+    [
+        (
+            {"node": "", "phase": "Pending", "annotations": {}},
+            ("hami-memory",),
+            (40_960, 40_961),
+            "the holder mem-holder is not bound",
+        ),
+        ({}, ("kube-mixed-cards",), (40_960, 40_961), "also refused for CardInsufficientCore"),
+        ({}, ("hami-core",), (40_960, 40_961), "no Warning event for mem-second names"),
+        ({}, ("hami-memory",), (40_960, 90_000), "that is the single-pod case"),
+        ({}, ("hami-memory",), (40_960, 20_000), "nothing to refuse"),
+        (
+            {"annotations": {he.HAMI_DEVICES_ALLOCATED: "GPU-other,NVIDIA,40960,10:;"}},
+            ("hami-memory",),
+            (40_960, 40_961),
+            "not 40960 MiB of",
+        ),
+    ],
+)
+def test_accumulation_judge_fails_other_scenarios(
+    holder: dict[str, Any], events: tuple[str, ...], sizes: tuple[int, int], fragment: str
+) -> None:
+    base = accumulation_holder()
+    if holder.get("annotations"):
+        holder = {**holder, "annotations": {**base.annotations, **holder["annotations"]}}
+    verdict = he.judge_accumulation(
+        accumulation_holder(**holder),
+        accumulation_second(*events),
+        card_uuid=ACCUMULATION_CARD,
+        card_mib=81_920,
+        holder_mib=sizes[0],
+        second_mib=sizes[1],
+    )
+    assert not verdict.ok
+    assert fragment in verdict.explain()
+
+
+# ---------------------------------------------------------- TC-16 Konnectivity down
+
+# The API server's refusal when a Fail-policy webhook cannot be called (k8s.io/apiserver
+# pkg/util/webhook/error.go:34-39 "failed calling webhook %q: %v", as an internal error), with a
+# Konnectivity dial error as the reason - written by hand.
+CUT_MESSAGE = (
+    'Internal error occurred: failed calling webhook "vgpu.hami.io": failed to call webhook: '
+    'Post "https://hami-scheduler.hami-system.svc:443/webhook?timeout=10s": dial tcp '
+    "10.96.12.7:443: connect: no agent available"
+)
+
+
+def tunnel_cut(**changes: Any) -> he.TunnelCut:
+    base = he.TunnelCut(
+        tenant="tenant-a",
+        agents_replaced=True,
+        api_answered=True,
+        create_status=500,
+        create_message=CUT_MESSAGE,
+        created_scheduler=None,
+        restored_scheduler="hami-scheduler",
+        recovered_seconds=21.4,
+    )
+    return he.TunnelCut(**{**base.__dict__, **changes})
+
+
+def test_tunnel_cut_judge_accepts_a_webhook_refused_for_want_of_the_tunnel() -> None:
+    verdict = he.judge_tunnel_cut(tunnel_cut())
+    assert verdict.ok, verdict.explain()
+    assert verdict.facts["recoveredSeconds"] == 21.4
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"create_status": None, "created_scheduler": "hami-scheduler"}, "reached the webhook"),
+        ({"create_status": None, "created_scheduler": "default-scheduler"}, "not fail closed"),
+        ({"create_status": 403, "create_message": "forbidden"}, "not by the webhook call"),
+        ({"agents_replaced": False}, "the tunnel was never cut"),
+        ({"api_answered": False}, "API server itself did not answer"),
+        ({"restored_scheduler": None}, "did not recover"),
+    ],
+)
+def test_tunnel_cut_judge_fails_what_does_not_show_the_tunnel(
+    changes: dict[str, Any], fragment: str
+) -> None:
+    verdict = he.judge_tunnel_cut(tunnel_cut(**changes))
+    assert not verdict.ok
+    assert fragment in verdict.explain()
+
+
+def test_the_cut_denies_all_egress_of_the_agents_only() -> None:
+    policy = workloads.deny_egress_policy("run", "kube-system", "k8s-app=konnectivity-agent")
+    assert policy["metadata"]["namespace"] == "kube-system"
+    assert policy["spec"] == {
+        "podSelector": {"matchLabels": {"k8s-app": "konnectivity-agent"}},
+        "policyTypes": ["Egress"],
+    }
 
 
 # ------------------------------------------------------------------------ visibility

@@ -19,7 +19,8 @@ line:
 * ``compute``: launch a fixed kernel in batches for a fixed time; one ``rate`` line per window
   (wall-clock ``t0``/``t1``, kernels completed), then ``compute-result``.
 * ``hold``: allocate and keep memory, touching it with a kernel every interval (``hold`` lines);
-  ``--seconds 0`` holds until the pod is deleted.
+  ``--seconds 0`` holds until the pod is deleted, or until ``--release-key`` appears in the
+  downward-API annotations file ``--release-file`` (then a ``released`` line and exit 0).
 * ``info``: the ``env``, ``device`` and ``smi`` lines only.
 
 The suite's judges read only these lines (``tests/acceptance/gpu_judges.py``). Exit code 0 when
@@ -64,6 +65,9 @@ WATCHED_ENV = (
     "NVIDIA_VISIBLE_DEVICES",
     "NVIDIA_DRIVER_CAPABILITIES",
     "LD_PRELOAD",
+    # HAMi-core's log level (src/include/log_utils.h): the compute probes ask for 3 so that its
+    # limiter's lines reach the log (tests/acceptance/gpu_plan.py HAMI_CORE_LOG_ENV).
+    "LIBCUDA_LOG_LEVEL",
 )
 LIBVGPU = "libvgpu.so"
 PRELOAD_FILE = "/etc/ld.so.preload"
@@ -491,6 +495,15 @@ def compute_mode(
     driver.free(buffer)
 
 
+def released(path: str | None, key: str | None) -> bool:
+    """Whether the downward-API annotations file at ``path`` holds ``key`` (the kubelet writes one
+    ``key="value"`` line per annotation)."""
+    if not path or not key:
+        return False
+    text = read_text(path) or ""
+    return any(line.startswith(f"{key}=") for line in text.splitlines())
+
+
 def hold_mode(
     driver: Driver,
     out: Any,
@@ -498,11 +511,15 @@ def hold_mode(
     mib: int,
     seconds: float,
     interval: float,
+    release_file: str | None = None,
+    release_key: str | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Hold ``mib`` MiB (256 MiB chunks), touch them with a kernel every ``interval`` and report;
-    ``seconds`` 0 holds until the pod is deleted."""
+    ``seconds`` 0 holds until the pod is deleted - or, with ``release_file``/``release_key``,
+    until the suite writes that annotation on the pod (read through a downward-API volume): the
+    process then frees its memory and exits 0 by itself, after a ``released`` line."""
     device = start(driver, out)
     function, blocks, buffer = kernel_setup(driver, device)
     held: list[int] = []
@@ -521,6 +538,9 @@ def hold_mode(
         beats += 1
         emit({"kind": "hold", "t": round(clock(), 3), "heldMiB": mib, "beat": beats}, out)
         if seconds and clock() - began >= seconds:
+            break
+        if released(release_file, release_key):
+            emit({"kind": "released", "t": round(clock(), 3), "beat": beats}, out)
             break
         sleep(interval)
     for pointer in held:
@@ -550,6 +570,8 @@ def parser() -> argparse.ArgumentParser:
     hold.add_argument("--mib", type=int, required=True)
     hold.add_argument("--seconds", type=float, default=0.0)
     hold.add_argument("--interval", type=float, default=2.0)
+    hold.add_argument("--release-file", default=None)
+    hold.add_argument("--release-key", default=None)
     modes.add_parser("info")
     return parse
 
@@ -569,7 +591,15 @@ def main(
         elif args.mode == "compute":
             compute_mode(driver, out, seconds=args.seconds, iterations=args.iterations)
         elif args.mode == "hold":
-            hold_mode(driver, out, mib=args.mib, seconds=args.seconds, interval=args.interval)
+            hold_mode(
+                driver,
+                out,
+                mib=args.mib,
+                seconds=args.seconds,
+                interval=args.interval,
+                release_file=args.release_file,
+                release_key=args.release_key,
+            )
         else:
             info_mode(driver, out, run=run)
     except CudaError as exc:
