@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -292,3 +293,36 @@ def test_a_bad_threshold_fails_in_one_line_naming_the_variable(value: str) -> No
     assert "\n" not in message
     assert f"GPU_PLATFORM_MIN_FREE_DISK_GIB={value!r}" in message
     assert "unset it" in message
+
+
+def _quick_start() -> str:
+    from tests.support.harness import REPO_ROOT
+
+    text = (REPO_ROOT / "README.md").read_text().split("## Quick start", 1)[1]
+    return text.split("\n## ", 1)[0]
+
+
+def test_the_quick_start_raises_the_inotify_limit_before_the_first_make_lab() -> None:
+    """A stock Ubuntu host has 128: the first `make lab` would stop at the preflight."""
+    quick_start = _quick_start()
+    wanted = preflight.Requirements().min_inotify_instances
+    now = re.search(r"^sudo sysctl fs\.inotify\.max_user_instances=(\d+)$", quick_start, re.M)
+    kept = re.search(
+        r"fs\.inotify\.max_user_instances = (\d+)' \| sudo tee /etc/sysctl\.d/\S+\.conf$",
+        quick_start,
+        re.M,
+    )
+    assert now, "the sysctl line"
+    assert kept, "the /etc/sysctl.d file that keeps it"
+    assert int(now.group(1)) >= wanted
+    assert int(kept.group(1)) >= wanted
+    assert quick_start.index("max_user_instances=") < quick_start.index("make lab     #")
+
+
+def test_the_quick_start_documents_the_disk_threshold_and_how_to_lower_it() -> None:
+    quick_start = _quick_start()
+    assert f"{preflight.Requirements().min_free_disk_gib:g} GiB under Docker's data" in (
+        " ".join(quick_start.split())
+    )
+    assert f"`{preflight.MIN_FREE_DISK_ENV}=<n>`" in quick_start
+    assert f"`{preflight.MIN_FREE_DISK_REASON_ENV}`" in quick_start

@@ -493,3 +493,15 @@ def test_the_nightly_e2e_previews_the_deployed_lab_with_the_pack_expecting_no_ch
         "pulumi preview --non-interactive --stack lab --policy-pack policies "
         "--policy-pack-config policies/config/lab.json --expect-no-changes"
     ) in command
+
+
+def test_the_readme_names_the_prod_runner_variable_and_what_that_runner_must_reach() -> None:
+    runs_on = _load("preview.yml")["jobs"]["preview"]["runs-on"]
+    variable = re.search(r"vars\.(\w+)", runs_on).group(1)  # type: ignore[union-attr]
+    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    testing = readme.split("## Testing: what is verified where", 1)[1]
+    at = testing.index(f"repository variable `{variable}`")
+    nearby = testing[at : at + 600]
+    assert "must reach the management cluster's API server" in nearby
+    assert "read its Secrets" in nearby
+    assert testing.index("PULUMI_PROD_BACKEND_URL") > at, "next to the secrets"
