@@ -68,8 +68,12 @@ lab-stack: | $(STATE_DIR)
 	$(PULUMI) stack select lab --create
 
 .PHONY: test
+# pytest exits 5 when it collected no test. make turns every failed recipe into its own exit
+# status 2, so only the recipe can tell "no tests ran" apart from a failure and say so.
 test: venv policy-venv ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
-	$(BIN)/python -m pytest -q -m "not live and not integration"
+	$(BIN)/python -m pytest -q -m "not live and not integration" || { status=$$?; \
+	  if [ $$status -eq 5 ]; then echo "FAIL: no tests ran (pytest collected none)" >&2; fi; \
+	  exit $$status; }
 
 .PHONY: check
 check: ## Static checks: ruff (lint + format), mypy, shellcheck

@@ -182,7 +182,21 @@ def calico_values(pod_cidr: str, api_server_host: Address = None) -> dict[str, A
     match the control plane's ``podCidrs``), VXLAN so it works on any L2/L3 between workers.
     Calico's API server, Goldmane and Whisker are left out: the tenant does not need them and an
     unavailable aggregated API breaks discovery. With a known API address, calico-node talks to
-    it directly instead of through the ``kubernetes`` Service."""
+    it directly instead of through the ``kubernetes`` Service.
+
+    The CRDs have one owner, the ``crd.projectcalico.org.v1`` release installed just before:
+    ``manageCRDs: false`` renders the operator with ``-manage-crds=false``
+    (projectcalico/calico v3.32.1 charts/tigera-operator/values.yaml:112-114,
+    templates/tigera-operator/02-tigera-operator.yaml:62-64). With the chart default ``true`` the
+    operator writes its own embedded copy of every CRD at start and reconciles them whenever they
+    change (tigera/operator v1.42.3, the chart's operator: cmd/main.go:302-326 ``crds.Ensure``;
+    pkg/controller/installation/core_controller.go:257-267 CRD watches, :2253-2266
+    ``updateCRDs``), so during a Calico upgrade it and Helm would take turns. The values say "If
+    disabled, you must manage these resources out-of-band": the CRD release is that. Calico's own
+    kind CI installs the same way (hack/test/kind/infra/values.yaml:53-54). The operator alone
+    cannot own them here: the chart renders the Installation, whose kind Helm must map before the
+    operator runs. (The chart's ``bootstrap-crds`` init container only renders for
+    ``kubernetesProvider: openshift``, 02-tigera-operator.yaml:95-111.)"""
     values: dict[str, Any] = {
         "installation": {
             "calicoNetwork": {
@@ -196,6 +210,7 @@ def calico_values(pod_cidr: str, api_server_host: Address = None) -> dict[str, A
                 ]
             }
         },
+        "manageCRDs": False,
         "apiServer": {"enabled": False},
         "goldmane": {"enabled": False},
         "whisker": {"enabled": False},

@@ -57,6 +57,10 @@ class PinnedVersions:
     # Inside each tenant. Since Calico v3.32.0 the tigera-operator chart ships no CRDs: they come
     # from the separate crd.projectcalico.org.v1 chart of the same Calico release, installed
     # first (projectcalico/calico v3.32.1 charts/tigera-operator/README.md; release note #11727).
+    # One owner for those CRDs: that release. The operator runs with manageCRDs: false
+    # (components/tenant_values.py calico_values; charts/tigera-operator/values.yaml:112-114 "If
+    # disabled, you must manage these resources out-of-band"), so on a bump both pins move
+    # together and Helm alone upgrades the CRDs, before the operator chart (gpu_tenant.py).
     calico_crds: HelmChart = HelmChart(
         "https://docs.tigera.io/calico/charts", "crd.projectcalico.org.v1", "v3.32.1"
     )

@@ -11,6 +11,13 @@ Split in two so the decisions are testable without Docker:
   the inotify limits, the tools' versions, whether the lab's kind cluster already runs);
 * ``failures(facts)`` is a pure function: one sentence per problem, each with its fix.
 
+The free-disk threshold is 20 GiB under Docker's data directory (``Requirements``): the kind
+node image, the management cluster's images, and per tenant a ``kindest/node`` worker whose
+``/var`` volume pulls Calico's, HAMi's and the mock plugin's images. A host that knows it needs
+less (a CI runner after freeing disk) lowers it with ``GPU_PLATFORM_MIN_FREE_DISK_GIB`` and says
+why in ``GPU_PLATFORM_MIN_FREE_DISK_REASON``; the preflight prints both with the default, so the
+log shows that the check was weakened and why.
+
 The free-memory and free-disk checks measure what the lab still needs, so they are skipped when
 the lab's kind cluster already runs: a second ``make lab`` (or a later ``pulumi up``) on a host
 whose memory and disk the running lab itself uses must not be refused.
@@ -32,7 +39,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -41,6 +48,8 @@ from pulumi import RunError
 from components.versions import KIND_RELEASE, PINNED
 
 SKIP_ENV = "GPU_PLATFORM_SKIP_PREFLIGHT"
+MIN_FREE_DISK_ENV = "GPU_PLATFORM_MIN_FREE_DISK_GIB"
+MIN_FREE_DISK_REASON_ENV = "GPU_PLATFORM_MIN_FREE_DISK_REASON"
 GIB = 1024**3
 # What the lab's host needs on PATH. Inside `pulumi up` the CLI is the one running the program,
 # so the program's own check leaves it out (LAB_HOST_TOOLS); `make preflight` checks it too.
@@ -238,6 +247,35 @@ def _missing_tool(tool: str) -> str:
     return f"`{tool}` is not on PATH: {hint} and make sure it is on PATH."
 
 
+def with_environment(
+    requirements: Requirements, environ: Mapping[str, str]
+) -> tuple[Requirements, str | None]:
+    """``requirements`` with the free-disk threshold that ``GPU_PLATFORM_MIN_FREE_DISK_GIB``
+    lowers it to, and the line to print about it (None: the default applies). Only lowering is
+    accepted: a bad value fails here, naming the variable, before any fact is gathered."""
+    raw = environ.get(MIN_FREE_DISK_ENV, "").strip()
+    if not raw:
+        return requirements, None
+    default = requirements.min_free_disk_gib
+    try:
+        wanted = float(raw)
+    except ValueError:
+        wanted = float("nan")
+    if not 0 < wanted <= default:  # also false for nan
+        raise PreflightError(
+            f"lab host preflight: {MIN_FREE_DISK_ENV}={raw!r} is not a number of GiB above 0 "
+            f"and at most the default {default:g}: set it to e.g. 14, or unset it."
+        )
+    reason = environ.get(MIN_FREE_DISK_REASON_ENV, "").strip() or (
+        f"no reason given in {MIN_FREE_DISK_REASON_ENV}"
+    )
+    notice = (
+        f"lab host preflight: free-disk threshold lowered from {default:g} to {wanted:g} GiB by "
+        f"{MIN_FREE_DISK_ENV} ({reason}); the lab may run out of disk below {default:g} GiB."
+    )
+    return replace(requirements, min_free_disk_gib=wanted), notice
+
+
 def should_run(dry_run: bool, environ: Mapping[str, str]) -> bool:
     """The preflight runs on ``pulumi up`` only, and not when explicitly skipped."""
     return not dry_run and environ.get(SKIP_ENV, "").strip() != "1"
@@ -390,10 +428,14 @@ def check_lab_host(
     """Run the preflight when it applies (``pulumi up`` without the skip variable) and raise
     PreflightError listing every problem. Returns whether it ran. The CLI is not looked for:
     it is what runs the program."""
-    if not should_run(dry_run, os.environ if environ is None else environ):
+    environ = os.environ if environ is None else environ
+    if not should_run(dry_run, environ):
         return False
+    requirements, notice = with_environment(Requirements(tools=LAB_HOST_TOOLS), environ)
+    if notice:
+        print(notice, file=sys.stderr)
     facts = gather() if gather is not None else gather_facts(kind_cluster=kind_cluster)
-    problems = failures(facts, Requirements(tools=LAB_HOST_TOOLS))
+    problems = failures(facts, requirements)
     if problems:
         raise PreflightError(report(problems))
     return True
@@ -403,8 +445,15 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m components.lab.preflight [kind cluster name]``: check this host, the Pulumi CLI
     included, and say what to fix."""
     args = sys.argv[1:] if argv is None else argv
+    try:
+        requirements, notice = with_environment(Requirements(), os.environ)
+    except PreflightError as error:
+        print(error, file=sys.stderr)
+        return 1
+    if notice:
+        print(notice, file=sys.stderr)
     facts = gather_facts(kind_cluster=args[0] if args else DEFAULT_KIND_CLUSTER)
-    problems = failures(facts)
+    problems = failures(facts, requirements)
     if problems:
         print(report(problems), file=sys.stderr)
         return 1

@@ -23,6 +23,7 @@ JUDGES = (
     rendered_facts.device_plugins,
     rendered_facts.hami_webhook_service,
     rendered_facts.calico_pool,
+    rendered_facts.calico_crd_owner,
     rendered_facts.gpu_operator,
     rendered_facts.kamaji_memory,
     rendered_facts.metallb_without_frr,

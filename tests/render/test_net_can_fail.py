@@ -263,6 +263,19 @@ def test_a_release_into_a_namespace_nobody_creates_is_caught(
             "tenant-b: Calico IP pools ['10.99.0.0/16'], not [10.20.0.0/16]",
         ),
         (
+            "tenant-a-calico",
+            {"manageCRDs": True},
+            rendered_facts.calico_crd_owner,
+            "tenant-a: the tigera-operator runs with ['-manage-crds=true'], not -manage-crds=false",
+        ),
+        (
+            "tenant-b-calico",
+            {"installation": {"kubernetesProvider": "OpenShift"}},
+            rendered_facts.calico_crd_owner,
+            "tenant-b: the tigera-operator Deployment's container bootstrap-crds runs "
+            "-bootstrap-crds",
+        ),
+        (
             "management-metallb",
             {"frrk8s": {"enabled": True}},
             rendered_facts.metallb_without_frr,
@@ -278,6 +291,8 @@ def test_a_release_into_a_namespace_nobody_creates_is_caught(
         "webhook-node-port",
         "kamaji-100mi",
         "calico",
+        "calico-manages-crds",
+        "calico-bootstraps-crds",
         "frr",
     ],
 )

@@ -335,6 +335,52 @@ def calico_pool(stack: RenderedStack, platform: Platform) -> list[str]:
     return problems
 
 
+# The CRD that the tigera-operator chart's Installation needs (projectcalico/calico v3.32.1
+# charts/crd.projectcalico.org.v1/templates/operator.tigera.io_installations.yaml).
+CALICO_INSTALLATION_CRD = "installations.operator.tigera.io"
+
+
+def calico_crd_owner(stack: RenderedStack, platform: Platform) -> list[str]:
+    """Calico's CRDs have one owner, the ``crd.projectcalico.org.v1`` release: that release
+    renders them, and the tigera-operator Deployment neither manages (``-manage-crds=false``;
+    the operator's flag defaults to false, tigera/operator v1.42.3 cmd/main.go:133) nor
+    bootstraps (no ``-bootstrap-crds`` container) them."""
+    problems: list[str] = []
+    for cluster in tenant_clusters(stack):
+        owners = sorted(
+            release.name
+            for release in releases_on(stack, cluster)
+            for obj in release.of_kind("CustomResourceDefinition")
+            if obj["metadata"].get("name") == CALICO_INSTALLATION_CRD
+        )
+        crd_releases = [
+            r.name for r in rendered_of_chart(stack, cluster, "crd.projectcalico.org.v1")
+        ]
+        if len(owners) != 1 or owners != crd_releases:
+            problems.append(
+                f"{cluster.name}: {CALICO_INSTALLATION_CRD} rendered by {owners}, not by the one "
+                f"crd.projectcalico.org.v1 release {crd_releases}"
+            )
+        for release in rendered_of_chart(stack, cluster, "tigera-operator"):
+            for obj in release.of_kind("Deployment"):
+                init = list(pod_spec(obj).get("initContainers") or [])
+                for container in [*init, *containers(obj)]:
+                    name = container.get("name")
+                    args = [str(arg) for arg in container.get("args") or []]
+                    manage = [arg for arg in args if arg.startswith("-manage-crds")]
+                    if name == "tigera-operator" and manage != ["-manage-crds=false"]:
+                        problems.append(
+                            f"{cluster.name}: the tigera-operator runs with {manage}, not "
+                            "-manage-crds=false: it would own the CRDs too"
+                        )
+                    if "-bootstrap-crds" in args:
+                        problems.append(
+                            f"{cluster.name}: the tigera-operator Deployment's container {name} "
+                            "runs -bootstrap-crds: it would write the CRDs too"
+                        )
+    return problems
+
+
 def gpu_operator(stack: RenderedStack, platform: Platform) -> list[str]:
     """Where pools use real GPUs: the GPU Operator's device plugin is off (HAMi's takes its
     place), the operator's CDI setting agrees with HAMi's device-list strategy (CDI on needs a

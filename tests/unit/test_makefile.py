@@ -7,6 +7,7 @@ sees for the virtualenv stamps and the state directory).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -52,7 +53,9 @@ def test_make_test_is_silent_about_a_prepared_venv(tmp_path: Path) -> None:
     (venv / ".gpu-platform-installed").touch()
     # (-o: policies/.venv counts as prepared too, whatever this checkout holds.)
     lines = dry_run("test", f"VENV={venv}", "-o", "policies/.venv/.gpu-platform-installed")
-    assert lines == [f'{venv}/bin/python -m pytest -q -m "not live and not integration"']
+    # One recipe (continued over lines): the suite, and what to say when it collected nothing.
+    assert lines[0].startswith(f'{venv}/bin/python -m pytest -q -m "not live and not integration"')
+    assert not any("venv" in line.replace(str(venv), "") or "pip" in line for line in lines)
 
 
 def test_make_test_prepares_the_policy_venv_the_grpc_test_starts_the_pack_from() -> None:
@@ -105,3 +108,77 @@ def test_make_lab_writes_the_kubeconfigs_even_when_the_acceptance_suite_fails() 
     assert "acceptance STACK=lab || status=$?" in recipe
     assert recipe.index("kubeconfigs STACK=lab") > recipe.index("acceptance STACK=lab")
     assert "exit $status" in recipe
+
+
+# ------------------------------------------------------------------ .ci/run end to end, faked
+
+# Stands in for .venv/bin/python, ruff, mypy and shellcheck: the offline suite (the README's
+# `make test` line) exits with $FAKE_SUITE_STATUS, everything else succeeds.
+FAKE_TOOL = """#!/usr/bin/env bash
+case "$*" in
+  *"not live and not integration"*)
+    echo "fake pytest: exit $FAKE_SUITE_STATUS"
+    exit "$FAKE_SUITE_STATUS";;
+  *) exit 0;;
+esac
+"""
+
+
+def _ci_checkout(tmp_path: Path) -> Path:
+    """A checkout with the real .ci/run and Makefile, prepared virtualenvs whose tools are fakes,
+    and requirements files older than the venv stamps (nothing to install)."""
+    root = tmp_path / "checkout"
+    (root / ".ci").mkdir(parents=True)
+    shutil.copy2(REPO_ROOT / ".ci" / "run", root / ".ci" / "run")
+    shutil.copy2(REPO_ROOT / "Makefile", root / "Makefile")
+    (root / "scripts").mkdir()
+    (root / "policies").mkdir()
+    for name in ("requirements.txt", "requirements-dev.txt", "constraints.txt"):
+        (root / name).touch()
+    (root / "policies" / "requirements.txt").touch()
+    for venv in (root / ".venv", root / "policies" / ".venv"):
+        (venv / "bin").mkdir(parents=True)
+        for tool in ("python", "ruff", "mypy", "shellcheck"):
+            fake = venv / "bin" / tool
+            fake.write_text(FAKE_TOOL)
+            fake.chmod(0o755)
+    old = 1_000_000_000
+    for path in root.rglob("*requirements*.txt"):
+        os.utime(path, (old, old))
+    os.utime(root / "constraints.txt", (old, old))
+    for venv in (root / ".venv", root / "policies" / ".venv"):
+        (venv / ".gpu-platform-installed").touch()
+    return root
+
+
+def _ci_run(root: Path, suite_status: int) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FAKE_SUITE_STATUS": str(suite_status)}
+    return subprocess.run(
+        ["bash", str(root / ".ci" / "run")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_a_ci_run_in_which_no_test_ran_fails_and_says_so(tmp_path: Path) -> None:
+    """pytest's exit status 5 (nothing collected) must fail CI with a message naming it, not pass
+    and not hide among ordinary failures (make reports every failed recipe as 2)."""
+    root = _ci_checkout(tmp_path)
+    ran = _ci_run(root, 0)
+    assert ran.returncode == 0, ran.stdout + ran.stderr  # the fakes let a real pass through
+    assert "fake pytest: exit 0" in ran.stdout
+    none = _ci_run(root, 5)
+    assert none.returncode != 0
+    assert _said_no_tests_ran(none), none.stdout + none.stderr
+    failed = _ci_run(root, 1)
+    assert failed.returncode != 0
+    assert not _said_no_tests_ran(failed)
+
+
+def _said_no_tests_ran(run: subprocess.CompletedProcess[str]) -> bool:
+    """A line of its own (make also echoes the recipe, which holds the same words)."""
+    return any(line.startswith("FAIL: no tests ran") for line in run.stderr.splitlines())
