@@ -472,7 +472,7 @@ def test_the_nightly_e2e_frees_disk_and_shows_it_before_the_preflight() -> None:
 
 
 def test_the_nightly_e2e_lowers_the_disk_threshold_only_through_the_documented_variable() -> None:
-    from components import preflight
+    from components.lab import preflight
 
     env = _load("lab-e2e.yml")["jobs"]["lab"]["env"]
     assert re.fullmatch(r"\$\{\{ vars\.\w+ \}\}", env[preflight.MIN_FREE_DISK_ENV])
