@@ -368,6 +368,31 @@ class GpuTenant(pulumi.ComponentResource):
             ),
             self._on_management(depends_on=[namespace, *self._management.ready]),
         )
+        # The Cluster first, the KamajiControlPlane after it, so that destroy deletes them in the
+        # reverse order. Deleted together, Cluster API's own background delete of the control
+        # plane (cluster-api v1.13.5 internal/controllers/cluster/cluster_controller.go:421-441)
+        # can remove the KamajiControlPlane at once (no finalizer without an
+        # ExternalClusterReference: provider v0.20.0 controllers/kamajicontrolplane_finalizer.go
+        # handleDeletion), Pulumi's delete then sees NotFound and deletes the datastore while the
+        # TenantControlPlane still needs it for its cleanup (Kamaji 26.8.2-edge
+        # controllers/tenantcontrolplane_controller.go:151-205): a stuck TenantControlPlane and
+        # DataStore. After the Cluster, the KamajiControlPlane's foreground delete
+        # (pulumi-kubernetes v4.32.0 provider/pkg/metadata/overrides.go:69-78) waits for its
+        # TenantControlPlane (controller-owned, provider
+        # controllers/kamajicontrolplane_controller_tcp.go:268), and only then go the Cluster
+        # and the datastore. Creation is not held back: the Cluster has no
+        # pulumi.com/waitFor, so it counts as created at once (overrides.go:112-116); Cluster API
+        # requeues every 30 s until the control plane exists and then owns it
+        # (cluster_controller_phases.go:251-276, ensureOwnerRefAndLabel at :64), which is what the
+        # Kamaji provider waits for (kamajicontrolplane_controller.go:76-81).
+        cluster = self._custom_resource(
+            f"{self._name}-cluster",
+            capi_cluster(tenant, namespace=self._ns, infrastructure_provider=provider),
+            self._on_management(
+                depends_on=[namespace, infra, *self._management.ready],
+                custom_timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
+            ),
+        )
         kcp = self._custom_resource(
             f"{self._name}-control-plane",
             kamaji_control_plane(
@@ -377,17 +402,8 @@ class GpuTenant(pulumi.ComponentResource):
                 address=self._address,
             ),
             self._on_management(
-                depends_on=[namespace, *policies, *datastore, *self._management.ready],
+                depends_on=[namespace, *policies, *datastore, cluster, *self._management.ready],
                 custom_timeouts=self._control_plane_timeouts(),
-            ),
-        )
-        # Not after the KamajiControlPlane: it becomes ready only once this Cluster owns it.
-        cluster = self._custom_resource(
-            f"{self._name}-cluster",
-            capi_cluster(tenant, namespace=self._ns, infrastructure_provider=provider),
-            self._on_management(
-                depends_on=[namespace, infra, *self._management.ready],
-                custom_timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
             ),
         )
         # The provider copies admin.conf into <cluster>-kubeconfig (provider v0.20.0
