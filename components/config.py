@@ -621,6 +621,69 @@ class InfrastructureProvider(_Model):
     version: str = Field(default=PINNED.metal3_provider, description="its release")
 
 
+# An OCI artifact the cluster-api-operator fetches a provider from: ``registry/repository`` with an
+# optional ``:tag`` (default: the provider's version) and an optional ``http://`` prefix for a
+# plain-HTTP registry (cluster-api-operator v0.28.0 internal/controller/oci_source.go:202-215
+# parseOCISource; any other scheme reaches oras' reference parser and fails there).
+_OCI_REFERENCE = re.compile(r"^(http://)?[a-z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)+(:[\w][\w.-]{0,127})?$")
+
+
+class ProviderFetch(_Model):
+    """Where the cluster-api-operator fetches one provider's components from instead of its
+    GitHub releases (an offline or rate-limited management cluster): an OCI artifact, or
+    ConfigMaps already in the provider's namespace (``fetchConfig.oci`` / ``.selector``)."""
+
+    oci: str | None = Field(
+        default=None,
+        description="OCI artifact with the provider's metadata and components, e.g. "
+        "registry.example.internal/capi/metal3 (tag: the provider version)",
+    )
+    config_map_labels: dict[str, str] | None = Field(
+        default=None,
+        description="labels of the ConfigMap in the provider's namespace holding its components "
+        "(named after the version, or labelled provider.cluster.x-k8s.io/version)",
+    )
+
+    @field_validator("oci")
+    @classmethod
+    def _oci(cls, value: str | None) -> str | None:
+        if value is not None and not _OCI_REFERENCE.match(value):
+            raise ValueError(
+                f"{value!r} is not an OCI reference like registry.example.internal/capi/metal3"
+                "[:tag] (no scheme; http:// only for a plain-HTTP registry)"
+            )
+        return value
+
+    @field_validator("config_map_labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is not None and not value:
+            raise ValueError("give at least one label, or remove configMapLabels")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ProviderFetch:
+        # The CRD's own rule: "Must specify one and only one of {oci, url, selector}".
+        if (self.oci is None) == (self.config_map_labels is None):
+            raise ValueError("give exactly one of oci or configMapLabels")
+        return self
+
+
+class ProviderFetchSources(_Model):
+    """Per provider, where the operator fetches it from (default: its GitHub releases)."""
+
+    core: ProviderFetch | None = Field(default=None, description="cluster-api core")
+    bootstrap_kubeadm: ProviderFetch | None = Field(
+        default=None, description="kubeadm bootstrap provider"
+    )
+    control_plane_kamaji: ProviderFetch | None = Field(
+        default=None, description="Kamaji control-plane provider"
+    )
+    infrastructure: ProviderFetch | None = Field(
+        default=None, description="the infrastructure provider"
+    )
+
+
 class ClusterApiVersions(_Model):
     """Cluster API providers installed through the cluster-api-operator chart."""
 
@@ -634,6 +697,17 @@ class ClusterApiVersions(_Model):
     )
     infrastructure: InfrastructureProvider = Field(
         default=InfrastructureProvider(), description="where GPU machines come from"
+    )
+    github_token_config_key: str | None = Field(
+        default=None,
+        description="secret config key holding a GitHub token for the operator's release "
+        "downloads (upstream documents the repo scope): without one, GitHub allows 60 API calls "
+        "an hour per egress IP",
+    )
+    fetch: ProviderFetchSources = Field(
+        default=ProviderFetchSources(),
+        description="per provider, an OCI artifact or ConfigMaps to install from instead of "
+        "GitHub (offline management clusters)",
     )
 
     @field_validator("core", "bootstrap_kubeadm")
@@ -666,6 +740,13 @@ class ExistingManagement(_Model):
         description="the secret config key holding the management kubeconfig",
     )
     kamaji_etcd: bool = Field(default=False, description="deploy Kamaji's bundled etcd")
+    cert_manager: Literal["existing", "install"] = Field(
+        default="existing",
+        description="existing: adopt the cert-manager the cluster runs (Metal3's bare-metal "
+        "operator needs one), never install or delete it, and wait until its CRDs and webhook "
+        "serve; install: the program installs (and destroy removes) cert-manager "
+        f"{PINNED.cert_manager.version} in namespace cert-manager",
+    )
     cluster_domain: str = Field(
         default="cluster.local",
         description="the management cluster's DNS domain: per-tenant kamaji-etcd member and "
@@ -681,6 +762,11 @@ class ExistingManagement(_Model):
         if not DNS1123_SUBDOMAIN.match(value):
             raise ValueError(f"{value!r} is not a DNS domain like cluster.local")
         return value
+
+    @property
+    def installs_cert_manager(self) -> bool:
+        """True when the program installs cert-manager (else it adopts the cluster's)."""
+        return self.cert_manager == "install"
 
 
 class Management(_Model):
@@ -1052,6 +1138,16 @@ class PlatformConfig(_Model):
         return "mock" if self.mode == "lab" else "nvidia"
 
     @property
+    def adopted_namespaces(self) -> list[tuple[str, str]]:
+        """``(config key, namespace)`` of every tenant namespace the program adopts (reads and
+        never creates): each must exist on the management cluster before ``up`` or preview."""
+        return [
+            (f"tenants[{index}].managementNamespace.existing", tenant.namespace)
+            for index, tenant in enumerate(self.tenants)
+            if tenant.management_namespace.existing
+        ]
+
+    @property
     def effective_worker_image(self) -> str:
         """The kindest/node image every lab worker runs: always the tenant version."""
         return self.worker_image or kind_node_image(self.kubernetes_version)
@@ -1170,11 +1266,15 @@ def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | 
 
 
 def required_secret_keys(platform: PlatformConfig) -> list[str]:
-    """Config keys (besides ``platform``) that must hold secrets: the prod management kubeconfig
-    and the credentials of external DataStores. The program reads them with ``require_secret``."""
+    """Config keys (besides ``platform``) that must hold secrets: the prod management kubeconfig,
+    the Cluster API operator's GitHub token when one is named, and the credentials of external
+    DataStores. The program reads them with ``require_secret``."""
     keys: list[str] = []
     if platform.management.existing is not None:
         keys.append(platform.management.existing.kubeconfig_config_key)
+        token_key = platform.management.existing.cluster_api.github_token_config_key
+        if token_key is not None:
+            keys.append(token_key)
     keys += [d.credentials_config_key for d in platform.data_stores if d.credentials_config_key]
     for tenant in platform.tenants:
         dedicated = tenant.data_store.dedicated

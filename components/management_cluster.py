@@ -3,9 +3,13 @@
 * lab: a kind cluster created and deleted by scripts through pulumi-command, MetalLB with a pool
   carved from the IPv4 subnet of the ``kind`` docker network, cert-manager, Kamaji with its
   bundled kamaji-etcd DataStore ``default``. A host preflight runs first on ``pulumi up``.
-* prod: a Provider for an existing cluster (secret kubeconfig from config), cert-manager, Kamaji
-  (bundled etcd only when ``existing.kamajiEtcd``), and Cluster API installed declaratively with
-  the cluster-api-operator chart plus one provider object per provider.
+* prod: a Provider for an existing cluster (secret kubeconfig from config); the cluster's own
+  cert-manager, gated until it serves (``existing.certManager: existing``, the default: a Metal3
+  management cluster already runs one), or one installed here (``install``); Kamaji (bundled
+  etcd only when ``existing.kamajiEtcd``), and Cluster API installed declaratively with the
+  cluster-api-operator chart plus one provider object per provider (with a config Secret holding
+  the operator's GitHub token when one is configured). Tenants' adopted namespaces are checked
+  to exist before anything is registered (``cluster_checks``).
 
 Nothing that creates a TenantControlPlane, KamajiControlPlane or Cluster API object may start
 before Kamaji (and Cluster API) serve: ``ready`` holds the readiness gates (commands that poll the
@@ -30,6 +34,7 @@ from components.config import ExistingManagement, KindManagement, PlatformConfig
 from components.lab import network as lab_network
 from components.lab import preflight
 from components.management_values import (
+    CAPI_GITHUB_TOKEN_KEY,
     CAPI_OPERATOR_NAMESPACE,
     CAPI_OPERATOR_RELEASE,
     CERT_MANAGER_NAMESPACE,
@@ -39,9 +44,12 @@ from components.management_values import (
     KAMAJI_RELEASE,
     METALLB_NAMESPACE,
     METALLB_RELEASE,
+    CapiProvider,
+    capi_config_secret_name,
     capi_gate_env,
     capi_operator_values,
     capi_providers,
+    cert_manager_gate_env,
     cert_manager_values,
     ip_address_pool,
     kamaji_gate_env,
@@ -53,6 +61,7 @@ from components.management_values import (
     metallb_gate_env,
     metallb_values,
 )
+from components.prod import cluster_checks
 from components.scripts import read_script
 from components.versions import PINNED, HelmChart
 
@@ -98,6 +107,13 @@ class ManagementCluster(pulumi.ComponentResource):
             if preflight.check_lab_host(dry_run, kind_cluster=platform.kind.cluster_name):
                 pulumi.log.info("lab host preflight passed")
             lab_network.check_pool_size(platform.kind.metallb_pool_size, len(platform.tenants))
+        if platform.adopted_namespaces:
+            # Before any registration, in preview too: a tenant namespace to adopt that does not
+            # exist fails here as one line naming its key, not as the engine's read error.
+            cluster_checks.check_adopted_namespaces(
+                platform.adopted_namespaces,
+                pulumi.Config().get(platform.existing.kubeconfig_config_key),
+            )
         super().__init__(TYPE_TOKEN, name, None, opts)
         self._name = name
         self._platform = platform
@@ -231,7 +247,9 @@ class ManagementCluster(pulumi.ComponentResource):
         self.kind_network = None
         self.lb_pool = pulumi.Output.from_input([])
 
-        cert_manager, kamaji_ready = self._cert_manager_and_kamaji(existing.kamaji_etcd)
+        cert_manager, kamaji_ready = self._cert_manager_and_kamaji(
+            existing.kamaji_etcd, install_cert_manager=existing.installs_cert_manager
+        )
 
         operator = self._release(
             CAPI_OPERATOR_RELEASE,
@@ -241,6 +259,10 @@ class ManagementCluster(pulumi.ComponentResource):
             depends_on=[cert_manager],
         )
         providers = capi_providers(existing.cluster_api)
+        token_key = existing.cluster_api.github_token_config_key
+        token: pulumi.Output[str] | None = None
+        if token_key is not None:
+            token = pulumi.Output.secret(pulumi.Config().require_secret(token_key))
         provider_objects: list[pulumi.Resource] = []
         for spec in providers:
             namespace = self._namespace(spec.namespace)
@@ -248,8 +270,14 @@ class ManagementCluster(pulumi.ComponentResource):
             after: list[pulumi.Resource] = [operator, namespace]
             if spec.kind == "ControlPlaneProvider":
                 after.append(kamaji_ready)
+            secret_name: pulumi.Output[str] | None = None
+            if token is not None:
+                secret, secret_name = self._provider_config_secret(spec, token, namespace)
+                after.append(secret)
             provider_objects.append(
-                self._custom_resource(f"capi-{spec.name}", spec.manifest(), after)
+                self._custom_resource(
+                    f"capi-{spec.name}", spec.manifest(config_secret=secret_name), after
+                )
             )
         capi_ready = self._gate("capi-ready", capi_gate_env(providers), provider_objects)
 
@@ -260,14 +288,52 @@ class ManagementCluster(pulumi.ComponentResource):
 
     # ---------------------------------------------------------------------------- helpers
 
-    def _cert_manager_and_kamaji(
-        self, deploy_etcd: bool
-    ) -> tuple[k8s.helm.v3.Release, local.Command]:
-        """cert-manager, then Kamaji (pinned image, bundled etcd on request), then the gate that
-        waits until Kamaji's CRDs and webhooks serve. Returns cert-manager and the gate."""
-        cert_manager = self._release(
-            CERT_MANAGER_RELEASE, PINNED.cert_manager, CERT_MANAGER_NAMESPACE, cert_manager_values()
+    def _provider_config_secret(
+        self, spec: CapiProvider, token: pulumi.Output[str], namespace: k8s.core.v1.Namespace
+    ) -> tuple[k8s.core.v1.Secret, pulumi.Output[str]]:
+        """The Secret a provider object's ``configSecret`` names, in the provider's namespace,
+        and its name: the operator's GitHub token under clusterctl's variable ``github-token``.
+        Immutable and named after the token (``capi_config_secret_name``), so a new token is a
+        new Secret and the provider objects move to it, as the operator asks."""
+        name = pulumi.Output.unsecret(token.apply(capi_config_secret_name))
+        secret = k8s.core.v1.Secret(
+            f"{self._name}-capi-config-{spec.name}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace.metadata.name),
+            type="Opaque",
+            immutable=True,
+            string_data=token.apply(lambda value: {CAPI_GITHUB_TOKEN_KEY: value}),
+            opts=pulumi.ResourceOptions.merge(
+                self._k8s_opts([namespace]),
+                pulumi.ResourceOptions(additional_secret_outputs=["data", "stringData"]),
+            ),
         )
+        return secret, name
+
+    def _cert_manager(self, install: bool) -> pulumi.Resource:
+        """What everything that creates cert-manager objects waits for: the pinned release
+        (lab, or prod with ``certManager: install``; the chart's post-install startupapicheck
+        Job dry-run creates a Certificate through its webhook, cert-manager v1.21.1
+        deploy/charts/cert-manager/values.yaml:1534-1578, cmd/startupapicheck/pkg/check/api/
+        api.go:73), or — adopting the cluster's cert-manager — a gate that proves it
+        serves, with no cert-manager Namespace or release registered (so none is ever deleted)."""
+        if install:
+            return self._release(
+                CERT_MANAGER_RELEASE,
+                PINNED.cert_manager,
+                CERT_MANAGER_NAMESPACE,
+                cert_manager_values(),
+            )
+        return self._gate(
+            "cert-manager-ready", cert_manager_gate_env(), [], script="cert-manager-ready.sh"
+        )
+
+    def _cert_manager_and_kamaji(
+        self, deploy_etcd: bool, install_cert_manager: bool = True
+    ) -> tuple[pulumi.Resource, local.Command]:
+        """cert-manager (installed, or the cluster's own once it serves), then Kamaji (pinned
+        image, bundled etcd on request), then the gate that waits until Kamaji's CRDs and
+        webhooks serve. Returns what stands for cert-manager and the gate."""
+        cert_manager = self._cert_manager(install_cert_manager)
         kamaji = self._release(
             KAMAJI_RELEASE,
             chart_cache.kamaji_chart_dir(),
@@ -359,15 +425,17 @@ class ManagementCluster(pulumi.ComponentResource):
         suffix: str,
         environment: pulumi.Input[Mapping[str, str]],
         depends_on: Sequence[pulumi.Resource],
+        script: str = "wait-ready.sh",
     ) -> local.Command:
-        """A readiness gate: ``wait-ready.sh`` with the management kubeconfig (secret, written
-        to a private temp file by the script). It re-runs only when its parameters change."""
+        """A readiness gate: ``script`` (``wait-ready.sh`` unless named) with the management
+        kubeconfig (secret, written to a private temp file by the script). It re-runs only when
+        its parameters change."""
         env: pulumi.Output[dict[str, str]] = pulumi.Output.all(
             pulumi.Output.from_input(environment), self.kubeconfig
         ).apply(lambda parts: {**parts[0], "KUBECONFIG_CONTENT": parts[1]})
         return local.Command(
             f"{self._name}-{suffix}",
-            create=_script("wait-ready.sh"),
+            create=_script(script),
             delete=NOTHING_TO_DELETE,
             interpreter=list(BASH),
             environment=env,  # secret: it carries the (secret) kubeconfig

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import pulumi
 import yaml
 
-from components.config import ClusterApiVersions, PlatformConfig
+from components.config import ClusterApiVersions, PlatformConfig, ProviderFetch
 from components.versions import PINNED
 
 # Namespaces and release names. Kamaji's CRDs hard-code the namespace ``kamaji-system`` and the
@@ -41,6 +42,23 @@ KAMAJI_API = "kamaji.clastix.io/v1alpha1"
 # What the readiness gate's server-side dry run creates (never persisted).
 PROBE_NAME = "gpu-platform-readiness-probe"
 PROBE_NAMESPACE = "default"
+
+# cert-manager's CRDs the charts installed after it use (Kamaji's and the cluster-api-operator's
+# Certificate and Issuer; kamaji-etcd's, HAMi's too when enabled), by their names at v1.21.1
+# (deploy/charts/cert-manager/templates/crd-cert-manager.io_*.yaml).
+CERT_MANAGER_API = "cert-manager.io/v1"
+CERT_MANAGER_CRDS = (
+    "certificates.cert-manager.io",
+    "issuers.cert-manager.io",
+    "clusterissuers.cert-manager.io",
+    "certificaterequests.cert-manager.io",
+)
+# The Secret (one per provider namespace: the operator reads ``configSecret`` there) holding the
+# operator's GitHub token under clusterctl's variable name ``github-token`` (cluster-api v1.13.5
+# cmd/clusterctl/client/config/variables_client.go:21; the operator loads every key of the Secret
+# as a variable, cluster-api-operator v0.28.0 internal/controller/phase_initialize.go:36-60).
+CAPI_GITHUB_TOKEN_KEY = "github-token"
+CAPI_CONFIG_SECRET_PREFIX = "gpu-platform-capi-config"
 
 Values = dict[str, Any]
 
@@ -183,21 +201,51 @@ class CapiProvider:
     fetch_url: str | None = None
     manager: Values | None = None
     deployment: Values | None = None
+    fetch: ProviderFetch | None = None
 
     @property
     def resource(self) -> str:
         """The fully qualified resource name (``kubectl wait <resource>/<name>``)."""
         return f"{self.kind.lower()}s.operator.cluster.x-k8s.io"
 
-    def manifest(self) -> Values:
+    def manifest(self, config_secret: pulumi.Input[str] | None = None) -> Values:
+        """The provider object; ``config_secret`` names the Secret in the provider's namespace
+        whose keys the operator reads as clusterctl variables (``spec.configSecret``)."""
         spec: Values = {"version": self.version}
-        if self.fetch_url is not None:
-            spec["fetchConfig"] = {"url": self.fetch_url}
+        fetch_config = self.fetch_config()
+        if fetch_config is not None:
+            spec["fetchConfig"] = fetch_config
+        if config_secret is not None:
+            spec["configSecret"] = {"name": config_secret, "namespace": self.namespace}
         if self.manager is not None:
             spec["manager"] = self.manager
         if self.deployment is not None:
             spec["deployment"] = self.deployment
         return _object(CAPI_OPERATOR_API, self.kind, self.name, self.namespace, spec)
+
+    def fetch_config(self) -> Values | None:
+        """``spec.fetchConfig``: one of url, an OCI artifact or a ConfigMap label selector (the
+        CRD allows exactly one); None lets the operator use clusterctl's built-in GitHub
+        repository for the provider's name. The operator looks for the ConfigMaps in the
+        provider's own namespace, by ``matchLabels`` only (cluster-api-operator v0.28.0
+        internal/controller/manifests_downloader.go:54-66, 127-142)."""
+        if self.fetch_url is not None:
+            return {"url": self.fetch_url}
+        if self.fetch is None:
+            return None
+        if self.fetch.oci is not None:
+            return {"oci": self.fetch.oci}
+        return {"selector": {"matchLabels": dict(self.fetch.config_map_labels or {})}}
+
+
+def capi_config_secret_name(token: str) -> str:
+    """The name of the providers' config Secret for ``token``. The operator treats the Secret's
+    content as immutable ("If changes need to be made, a new object can be created and the name
+    should be updated", ``spec.configSecret`` in the v0.28.0 CRDs): a new token gets a new name,
+    which updates every provider object. The name carries 40 bits of the token's SHA-256, which
+    tells nothing usable about a token."""
+    digest = hashlib.sha256(token.encode()).hexdigest()[:10]
+    return f"{CAPI_CONFIG_SECRET_PREFIX}-{digest}"
 
 
 # The Kamaji control-plane provider's Deployment has one container, named ``controller`` (not
@@ -275,8 +323,10 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
     Every name here is in clusterctl's built-in provider list, which the operator consults (the
     Kamaji control-plane provider is there as ``kamaji``, fetched from
     github.com/clastix/cluster-api-control-plane-provider-kamaji releases), so no ``fetchConfig``
-    is needed: ``spec.version`` selects the release."""
+    is needed: ``spec.version`` selects the release. ``versions.fetch`` replaces that source for
+    an offline cluster (an OCI artifact or ConfigMaps)."""
     infra_namespace, infra_crds = _INFRASTRUCTURE[versions.infrastructure.name]
+    fetch = versions.fetch
     return [
         CapiProvider(
             "CoreProvider",
@@ -290,6 +340,7 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
                 # them after the operator has installed the CRD (it does so asynchronously).
                 "machinehealthchecks.cluster.x-k8s.io",
             ),
+            fetch=fetch.core,
         ),
         CapiProvider(
             "BootstrapProvider",
@@ -297,6 +348,7 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
             "capi-kubeadm-bootstrap-system",
             versions.bootstrap_kubeadm,
             ("kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io",),
+            fetch=fetch.bootstrap_kubeadm,
         ),
         CapiProvider(
             "ControlPlaneProvider",
@@ -306,6 +358,7 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
             ("kamajicontrolplanes.controlplane.cluster.x-k8s.io",),
             manager=_kamaji_provider_manager(versions.infrastructure.name),
             deployment=_kamaji_provider_deployment(versions.infrastructure.name),
+            fetch=fetch.control_plane_kamaji,
         ),
         CapiProvider(
             "InfrastructureProvider",
@@ -313,6 +366,7 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
             infra_namespace,
             versions.infrastructure.version,
             infra_crds,
+            fetch=fetch.infrastructure,
         ),
     ]
 
@@ -398,6 +452,32 @@ def kamaji_gate_env(kubernetes_version: str, with_etcd: bool) -> dict[str, str]:
     # Re-run the gate when Kamaji itself changes.
     env["KAMAJI_IMAGE_TAG"] = PINNED.kamaji_image_tag
     return env
+
+
+def readiness_probe_issuer() -> Values:
+    """The smallest cert-manager Issuer (self-signed); the adopted cert-manager's gate submits it
+    with a server-side dry run (nothing is persisted)."""
+    return _object(CERT_MANAGER_API, "Issuer", PROBE_NAME, PROBE_NAMESPACE, {"selfSigned": {}})
+
+
+def cert_manager_gate_env() -> dict[str, str]:
+    """An adopted cert-manager serving (``scripts/management/cert-manager-ready.sh``): its CRDs
+    present (absent: cert-manager is not installed, and the gate says so at once) and
+    Established, and an Issuer through its admission webhook by a server-side dry run.
+
+    cert-manager's ValidatingWebhookConfiguration covers every ``cert-manager.io`` resource on
+    CREATE with ``failurePolicy: Fail``, and its CA bundle is injected by cert-manager's own
+    cainjector (``cert-manager.io/inject-ca-from-secret``; cert-manager v1.21.1
+    deploy/charts/cert-manager/templates/webhook-validating-webhook.yaml:12, 22-39): an Issuer
+    accepted through it proves the webhook answers with a trusted certificate, so the
+    Certificates and Issuers of the charts after it will be admitted. The probe's namespace
+    ``default`` carries no ``cert-manager.io/disable-validation`` label, which the chart's
+    default namespaceSelector would skip (values.yaml:891-898)."""
+    return {
+        "WAIT_TIMEOUT_SECONDS": "600",
+        "CERT_MANAGER_CRDS": " ".join(CERT_MANAGER_CRDS),
+        "PROBE_MANIFEST": json.dumps(readiness_probe_issuer(), sort_keys=True),
+    }
 
 
 # Infrastructure cluster kinds by provider, and what their webhooks accept: CAPM3's Metal3Cluster
@@ -491,6 +571,8 @@ def management_versions(platform: PlatformConfig) -> dict[str, object]:
     if platform.management.kind is not None:
         versions["kind_node_image"] = platform.management.kind.node_image
     if platform.management.existing is not None:
+        if not platform.management.existing.installs_cert_manager:
+            versions["cert_manager"] = "existing (the cluster's own)"
         capi = platform.management.existing.cluster_api
         versions["cluster_api"] = capi.core
         versions["cluster_api_bootstrap_kubeadm"] = capi.bootstrap_kubeadm

@@ -79,6 +79,15 @@ class PinnedVersions:
         "https://kubernetes-sigs.github.io/cluster-api-operator", "cluster-api-operator", "0.28.0"
     )
     cluster_api: str = "v1.13.5"
+    # The Kamaji control-plane provider writes each TenantControlPlane through its own copy of
+    # Kamaji's API, older than kamaji_image_tag: v0.20.0 go.mod:6 pins github.com/clastix/kamaji
+    # v1.0.1-0.20260330073609-e51909fae3f5, which lacks TenantControlPlane fields added before
+    # 26.8.2-edge (`git diff e51909f 26.8.2-edge -- api/`: podCidrs, serviceCidrs #1176, the
+    # security contexts #1181, allocateLoadBalancerNodePorts #1205,
+    # automountServiceAccountToken #1219), and its typed CreateOrUpdate
+    # (controllers/kamajicontrolplane_controller_tcp.go:38-272) drops them on every update. No
+    # TenantControlPlane field outside that copy survives in prod; the program sets none of them
+    # (Kamaji's defaulting webhook rebuilds podCidrs from podCidr).
     kamaji_control_plane_provider: str = "v0.20.0"
     metal3_provider: str = "v1.13.2"
     # The highest tenant Kubernetes version the pinned Kamaji accepts.

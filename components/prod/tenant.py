@@ -57,6 +57,31 @@ def cluster_api_control_plane(
         ),
         site.on_management(depends_on=[namespace, *site.management.ready]),
     )
+    # The Cluster first, the KamajiControlPlane after it, so that destroy deletes them in the
+    # reverse order. Deleted together, Cluster API's own background delete of the control
+    # plane (cluster-api v1.13.5 internal/controllers/cluster/cluster_controller.go:421-441)
+    # can remove the KamajiControlPlane at once (no finalizer without an
+    # ExternalClusterReference: provider v0.20.0 controllers/kamajicontrolplane_finalizer.go
+    # handleDeletion), Pulumi's delete then sees NotFound and deletes the datastore while the
+    # TenantControlPlane still needs it for its cleanup (Kamaji 26.8.2-edge
+    # controllers/tenantcontrolplane_controller.go:151-205): a stuck TenantControlPlane and
+    # DataStore. After the Cluster, the KamajiControlPlane's foreground delete
+    # (pulumi-kubernetes v4.32.0 provider/pkg/metadata/overrides.go:69-78) waits for its
+    # TenantControlPlane (controller-owned, provider
+    # controllers/kamajicontrolplane_controller_tcp.go:268), and only then go the Cluster
+    # and the datastore. Creation is not held back: the Cluster has no
+    # pulumi.com/waitFor, so it counts as created at once (overrides.go:112-116); Cluster API
+    # requeues every 30 s until the control plane exists and then owns it
+    # (cluster_controller_phases.go:251-276, ensureOwnerRefAndLabel at :64), which is what the
+    # Kamaji provider waits for (kamajicontrolplane_controller.go:76-81).
+    cluster = custom_resource(
+        f"{site.name}-cluster",
+        capi_cluster(tenant, namespace=site.namespace, infrastructure_provider=provider),
+        site.on_management(
+            depends_on=[namespace, infra, *site.management.ready],
+            custom_timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
+        ),
+    )
     kcp = custom_resource(
         f"{site.name}-control-plane",
         kamaji_control_plane(
@@ -66,21 +91,12 @@ def cluster_api_control_plane(
             address=site.address,
         ),
         site.on_management(
-            depends_on=[namespace, *policies, *datastore, *site.management.ready],
+            depends_on=[namespace, *policies, *datastore, cluster, *site.management.ready],
             custom_timeouts=pulumi.CustomTimeouts(
                 create=CONTROL_PLANE_TIMEOUT,
                 update=CONTROL_PLANE_TIMEOUT,
                 delete=CAPI_DELETE_TIMEOUT,
             ),
-        ),
-    )
-    # Not after the KamajiControlPlane: it becomes ready only once this Cluster owns it.
-    cluster = custom_resource(
-        f"{site.name}-cluster",
-        capi_cluster(tenant, namespace=site.namespace, infrastructure_provider=provider),
-        site.on_management(
-            depends_on=[namespace, infra, *site.management.ready],
-            custom_timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
         ),
     )
     # The provider copies admin.conf into <cluster>-kubeconfig (provider v0.20.0

@@ -124,6 +124,23 @@ def test_prod_config() -> None:
     }
 
 
+def test_prod_config_requires_every_namespace_the_program_keeps_from_hamis_webhook() -> None:
+    """The pack checks the namespaces its config lists: one the program whitelists but the
+    config leaves out (the GPU Operator's, whose driver and toolkit pods HAMi's webhook would
+    otherwise hold while HAMi waits for the toolkit) could be dropped from the values unseen."""
+    from components.prod.substrate import ProdSubstrate
+    from components.tenant_values import (
+        GPU_OPERATOR_NAMESPACE,
+        TIGERA_OPERATOR_NAMESPACE,
+        webhook_excluded_namespaces,
+    )
+
+    required = set(settings("prod")["tenant-webhook-path"].properties["systemNamespaces"])
+    whitelisted = set(webhook_excluded_namespaces(ProdSubstrate().tenant_system_namespaces))
+    assert required <= whitelisted
+    assert {GPU_OPERATOR_NAMESPACE, TIGERA_OPERATOR_NAMESPACE, "hami-system"} <= required
+
+
 def test_main_only_builds_the_policy_pack() -> None:
     tree = ast.parse((POLICIES_DIR / "__main__.py").read_text())
     body = [node for node in tree.body if not isinstance(node, ast.Import | ast.ImportFrom)]

@@ -145,9 +145,11 @@ def _probe(
     skip_preflight: bool = True,
     failing_host: bool = False,
     charts_dir: Path | None = None,
+    path_prefix: Path | None = None,
 ) -> dict[str, Any]:
     """Evaluate the ManagementCluster alone; ``charts_dir`` turns the pinned-chart check on
-    (the offline default skips it: nothing is installed under mocks)."""
+    (the offline default skips it: nothing is installed under mocks); ``path_prefix`` goes in
+    front of PATH (fake CLIs)."""
     request = {
         "stack": stack,
         "preview": preview,
@@ -158,6 +160,8 @@ def _probe(
     }
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
+    if path_prefix is not None:
+        env["PATH"] = os.pathsep.join([str(path_prefix), env.get("PATH", "")])
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE],
         input=json.dumps(request),
@@ -394,7 +398,7 @@ def test_prod_has_no_lab_parts(prod: Recording) -> None:
 
 def test_prod_installs_kamaji_without_bundled_etcd_and_the_capi_operator(prod: Recording) -> None:
     releases = _releases(prod)
-    assert set(releases) == {"cert-manager", "kamaji", "capi-operator"}
+    assert set(releases) == {"kamaji", "capi-operator"}
     values = releases["kamaji"].inputs["values"]
     assert values["image"]["tag"] == PINNED.kamaji_image_tag
     assert values["kamaji-etcd"] == {"deploy": False}
@@ -402,7 +406,61 @@ def test_prod_installs_kamaji_without_bundled_etcd_and_the_capi_operator(prod: R
     operator = releases["capi-operator"]
     assert operator.inputs["chart"] == "cluster-api-operator"
     assert operator.inputs["version"] == PINNED.cluster_api_operator.version
-    assert _waits_for(prod, operator, "management-cert-manager")
+
+
+def _namespaces(recording: Recording) -> set[str]:
+    return {
+        r.inputs["metadata"]["name"]
+        for r in _inside(recording)
+        if r.type == "kubernetes:core/v1:Namespace" and not r.read
+    }
+
+
+def test_prod_adopts_the_clusters_cert_manager(prod: Recording) -> None:
+    """The shipped prod stack: a Metal3 management cluster already runs cert-manager, so nothing
+    of cert-manager is registered (so nothing of it is ever deleted) and what needs it waits for
+    a gate proving the cluster's own serves: its CRDs Established, its webhook answering."""
+    platform = load_stack_config("prod")["gpu-platform:platform"]
+    assert platform["management"]["existing"]["certManager"] == "existing"
+    assert "cert-manager" not in _releases(prod)
+    assert "cert-manager" not in _namespaces(prod)
+    assert not [r for r in _inside(prod) if "cert-manager" in json.dumps(r.inputs.get("chart"))]
+    gate = prod.named("management-cert-manager-ready")
+    assert gate.type == COMMAND
+    assert gate.inputs["create"] == _script("cert-manager-ready.sh")
+    assert gate.inputs["delete"] == "true"
+    env = gate.inputs["environment"]
+    assert "certificates.cert-manager.io" in env["CERT_MANAGER_CRDS"].split()
+    assert "issuers.cert-manager.io" in env["CERT_MANAGER_CRDS"].split()
+    probe = json.loads(env["PROBE_MANIFEST"])
+    assert (probe["apiVersion"], probe["kind"]) == ("cert-manager.io/v1", "Issuer")
+    # Kamaji's and the cluster-api-operator's charts create Certificates and Issuers.
+    for needs_cert_manager in ("management-kamaji", "management-capi-operator"):
+        assert _waits_for(prod, prod.named(needs_cert_manager), "management-cert-manager-ready")
+
+
+def test_prod_installs_cert_manager_when_asked() -> None:
+    config = _prod_config()
+    config["gpu-platform:platform"]["management"]["existing"]["certManager"] = "install"
+    recording = _recording("prod", False, config)
+    release = _releases(recording)["cert-manager"]
+    assert release.inputs["version"] == PINNED.cert_manager.version
+    assert release.inputs["values"] == {"crds": {"enabled": True}}
+    assert "cert-manager" in _namespaces(recording)
+    for needs_cert_manager in ("management-kamaji", "management-capi-operator"):
+        assert _waits_for(recording, recording.named(needs_cert_manager), "management-cert-manager")
+    assert not [r for r in recording.resources if r.name == "management-cert-manager-ready"]
+
+
+def test_prod_refuses_an_unknown_cert_manager_choice() -> None:
+    config = _prod_config()
+    config["gpu-platform:platform"]["management"]["existing"]["certManager"] = "skip"
+    recording = evaluate("prod", False, config=config)
+    assert recording.resources == []
+    assert recording.run_error
+    assert recording.error is not None
+    assert "management.existing.certManager" in recording.error
+    assert "'existing' or 'install'" in recording.error
 
 
 def test_prod_declares_every_capi_provider_in_its_own_namespace(prod: Recording) -> None:
@@ -429,6 +487,72 @@ def test_prod_declares_every_capi_provider_in_its_own_namespace(prod: Recording)
         assert _waits_for(prod, reg, "management-capi-operator")
     # The Kamaji control-plane provider reconciles TenantControlPlanes: Kamaji serves first.
     assert _waits_for(prod, providers["ControlPlaneProvider"], "management-kamaji-ready")
+
+
+def test_prod_providers_fetch_from_github_without_credentials_by_default(prod: Recording) -> None:
+    for reg in prod.resources:
+        if "operator.cluster.x-k8s.io" in reg.type:
+            assert "configSecret" not in reg.inputs["spec"], reg.name
+            assert "fetchConfig" not in reg.inputs["spec"], reg.name
+    assert not [r for r in _inside(prod) if r.type == "kubernetes:core/v1:Secret"]
+
+
+def test_prod_providers_get_the_github_token_and_fetch_sources() -> None:
+    """Behind a shared NAT the operator's unauthenticated GitHub downloads hit the rate limit:
+    a configured token reaches every provider through a Secret in its own namespace, under
+    clusterctl's ``github-token``; an offline cluster fetches a provider elsewhere."""
+    config = _prod_config()
+    capi = config["gpu-platform:platform"]["management"]["existing"]["clusterApi"]
+    capi["githubTokenConfigKey"] = "capiGithubToken"
+    capi["fetch"] = {
+        "infrastructure": {"oci": "registry.example.internal/capi/infrastructure-metal3"},
+        "controlPlaneKamaji": {"configMapLabels": {"provider-components": "kamaji"}},
+    }
+    recording = _recording("prod", False, config)
+    secrets = {
+        r.inputs["metadata"]["namespace"]: r
+        for r in _inside(recording)
+        if r.type == "kubernetes:core/v1:Secret"
+    }
+    providers = {
+        r.inputs["kind"]: r for r in recording.resources if "operator.cluster.x-k8s.io" in r.type
+    }
+    assert len(providers) == 4
+    for reg in providers.values():
+        namespace = reg.inputs["metadata"]["namespace"]
+        secret = secrets[namespace]
+        assert reg.inputs["spec"]["configSecret"] == {
+            "name": secret.inputs["metadata"]["name"],
+            "namespace": namespace,
+        }
+        assert secret.urn in recording.dependency_closure(reg)
+        assert secret.inputs["stringData"] == {"github-token": MOCK_KUBECONFIG}
+        assert secret.input_is_secret("stringData")
+        assert secret.inputs["immutable"] is True
+        assert _waits_for(recording, secret, f"management-ns-{namespace}")
+    assert providers["InfrastructureProvider"].inputs["spec"]["fetchConfig"] == {
+        "oci": "registry.example.internal/capi/infrastructure-metal3"
+    }
+    assert providers["ControlPlaneProvider"].inputs["spec"]["fetchConfig"] == {
+        "selector": {"matchLabels": {"provider-components": "kamaji"}}
+    }
+    assert "fetchConfig" not in providers["CoreProvider"].inputs["spec"]
+
+
+def test_prod_refuses_a_fetch_source_with_both_or_neither() -> None:
+    config = _prod_config()
+    capi = config["gpu-platform:platform"]["management"]["existing"]["clusterApi"]
+    capi["fetch"] = {
+        "core": {"oci": "registry.example.internal/capi/core", "configMapLabels": {"a": "b"}}
+    }
+    recording = evaluate("prod", False, config=config)
+    assert recording.resources == []
+    assert recording.error is not None
+    assert (
+        "management.existing.clusterApi.fetch.core: give exactly one of oci or configMapLabels"
+        in (recording.error)
+    )
+    assert "\n" not in recording.error
 
 
 def test_prod_ready_waits_for_every_provider(prod: Recording) -> None:
@@ -591,8 +715,19 @@ def test_preflight_never_runs_in_preview() -> None:
     assert "management-kind-cluster" in result["registered"]
 
 
-def test_preflight_is_lab_only() -> None:
-    result = _probe("prod", preview=False, skip_preflight=False, failing_host=True)
+def test_preflight_is_lab_only(tmp_path: Path) -> None:
+    """The lab host preflight never runs in prod; prod's own check (its adopted namespaces)
+    does, and answers from a kubectl that finds them all."""
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text('#!/usr/bin/env bash\necho "namespace/$3"\n')
+    kubectl.chmod(0o755)
+    result = _probe(
+        "prod",
+        preview=False,
+        skip_preflight=False,
+        failing_host=True,
+        path_prefix=tmp_path,
+    )
     assert result["error"] is None
 
 

@@ -126,6 +126,24 @@ def test_the_control_plane_outlives_the_pools_on_destroy(prod: Recording) -> Non
         assert cluster.urn in closure, deployment.name
 
 
+def test_the_control_plane_goes_before_the_cluster_and_the_datastore(prod: Recording) -> None:
+    """The KamajiControlPlane depends on the Cluster, so destroy deletes it first, in the
+    foreground, while its TenantControlPlane can still reach the datastore for its cleanup;
+    deleted together, Cluster API's own background delete of it can let Pulumi move on to the
+    etcd release with the TenantControlPlane stuck on its finalizer. The Cluster waits for
+    nothing of the control plane (it only refers to it), so creation has no cycle."""
+    for kcp in prod.of_type(KAMAJI_CONTROL_PLANE):
+        tenant = prod.component_of(kcp, ":GpuTenant")
+        assert tenant is not None
+        cluster = prod.named(f"{tenant.name}-cluster")
+        assert cluster.urn in kcp.dependencies, kcp.name
+        assert kcp.urn not in prod.dependency_closure(cluster), cluster.name
+        assert not (cluster.inputs["metadata"].get("annotations") or {}).get("pulumi.com/waitFor")
+        for reg in prod.resources:
+            if prod.component_of(reg, ":GpuTenant") == tenant and reg.name.endswith("-etcd"):
+                assert reg.urn in prod.dependency_closure(kcp), reg.name
+
+
 def test_a_nodes_drain_is_bounded_so_destroy_and_rollouts_end(prod: Recording) -> None:
     """Pools go while the control plane runs, so Cluster API drains their nodes for real; with
     its default (no limit) the drain of a one-node pool never ends, because tigera-operator

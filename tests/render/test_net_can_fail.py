@@ -158,6 +158,26 @@ def test_a_custom_resource_waiting_only_for_its_cluster_api_provider_is_caught(
     assert "management-capi-metal3 (async)" in problems[0]
 
 
+def test_a_chart_not_waiting_for_the_adopted_cert_manager_is_caught(
+    prod: RenderedStack, recordings: Callable[[str, bool], Recording]
+) -> None:
+    """prod adopts the cluster's cert-manager: its CRDs count only for what waits for the gate
+    that proves them Established. Kamaji's Certificates, with Kamaji no longer waiting for it,
+    could reach an API server that does not serve them yet."""
+    early = copy.deepcopy(prod.recording)
+    gate = early.named("management-cert-manager-ready").urn
+    kamaji = early.named("management-kamaji")
+    kamaji.dependencies = [urn for urn in kamaji.dependencies if urn != gate]
+    kamaji.property_dependencies = {}
+    problems = [
+        p
+        for p in missing_crds(_render(recordings, "prod", recording=early))
+        if p.startswith("Certificate kamaji-system/")
+    ]
+    assert problems
+    assert "management-cert-manager-ready (gate), which is not installed before it" in (problems[0])
+
+
 def test_a_crd_from_a_pre_install_hook_does_not_serve_the_same_releases_templates(
     lab: RenderedStack, recordings: Callable[[str, bool], Recording], tmp_path: Path
 ) -> None:

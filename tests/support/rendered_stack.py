@@ -16,6 +16,11 @@ Which Kubernetes version each cluster runs:
 
 Cluster API kinds count as served where a cluster-api-operator provider object installs them:
 the CRDs of each provider come from ``../shared/upstream`` (the provider's own release files).
+
+An adopted component (prod's ``management.existing.certManager: existing``) brings its CRDs
+with the cluster: nothing in the stack installs them, and they count as served from the gate
+that waits for them (``ADOPTED_CRD_GATES``), with the schemas of the component's pinned chart
+standing in for the cluster's own copy.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.versions import PINNED
 from tests.support.charts import (
     ChartUnavailableError,
     ClusterCapabilities,
@@ -56,6 +62,20 @@ CAPI_PROVIDER_CRDS: Mapping[tuple[str, str], tuple[str, str]] = {
     ("ControlPlaneProvider", "kamaji"): ("kamaji-capi", ""),
     ("InfrastructureProvider", "metal3"): ("capm3", ""),
     ("InfrastructureProvider", "docker"): ("capd", ""),
+}
+
+
+# An adopted component's gate → the pinned chart whose CRDs stand for the cluster's: a
+# ``local.Command`` whose environment names CRDs under the key serves those of them the chart has,
+# on the management cluster, to everything that waits for the gate.
+ADOPTED_CRD_GATES: Mapping[str, Mapping[str, Any]] = {
+    "CERT_MANAGER_CRDS": {
+        "name": "cert-manager",
+        "chart": PINNED.cert_manager.chart,
+        "version": PINNED.cert_manager.version,
+        "namespace": "cert-manager",
+        "values": {"crds": {"enabled": True}},
+    },
 }
 
 
@@ -241,6 +261,31 @@ def _capi_crd_sources(
     return sources
 
 
+def _adopted_crd_sources(recording: Recording, clusters: Mapping[str, Cluster]) -> list[CrdSource]:
+    """The CRDs an adopted component brings, served from the gate that proves them Established
+    (``ADOPTED_CRD_GATES``); a CRD the gate does not wait for is not counted."""
+    management = [c for c in clusters.values() if c.name == "management"]
+    sources: list[CrdSource] = []
+    for gate in recording.of_type(COMMAND_TYPE):
+        environment = gate.inputs.get("environment") or {}
+        for key, chart in ADOPTED_CRD_GATES.items():
+            waited = set(str(environment.get(key, "")).split())
+            if not waited or not management:
+                continue
+            caps = ClusterCapabilities(
+                management[0].kube_version,
+                frozenset(builtin_api_versions(management[0].kube_version)),
+            )
+            rendered = render_release(chart, caps)
+            crds = [
+                crd
+                for crd in _crds_in(rendered.all_objects(), f"adopted {chart['chart']}")
+                if crd.crd_name in waited
+            ]
+            sources.append(CrdSource(gate, management[0], crds, "gate"))
+    return sources
+
+
 def _crds_in(objs: list[dict[str, Any]], source: str) -> list[CrdVersion]:
     return [
         version
@@ -264,15 +309,20 @@ def render_stack(
     stack = RenderedStack(recording=recording, clusters=clusters)
     charts = [r for r in recording.resources if r.type in (RELEASE, CHART_V4)]
     missing: list[Path] = []
-    for reg in charts:
-        if reg.name in overrides:
-            continue
+    adopted = [
+        ADOPTED_CRD_GATES[key]
+        for gate in recording.of_type(COMMAND_TYPE)
+        for key in ADOPTED_CRD_GATES
+        if (gate.inputs.get("environment") or {}).get(key)
+    ]
+    for inputs in [*(r.inputs for r in charts if r.name not in overrides), *adopted]:
         try:
-            chart_source(reg.inputs)
+            chart_source(inputs)
         except ChartUnavailableError as error:
             missing.extend(error.paths)
     if missing:
         raise ChartUnavailableError(missing)
+    stack.crd_sources.extend(_adopted_crd_sources(recording, clusters))
 
     if capi_providers(recording):
         if upstream is None:

@@ -560,3 +560,72 @@ def test_a_mock_node_with_more_memory_than_the_mock_can_advertise_is_refused() -
     config = stack_platform("lab")
     config["tenants"][0]["workerPools"][0]["cards"] = [{"model": "A100-80GB", "count": 2}]
     expect_error(config, "tenants[0].workerPools[0].cards: 163840 MiB per node", "raise replicas")
+
+
+# ---------------------------------------------------------- prod: cert-manager and providers
+
+
+def test_prod_adopts_cert_manager_unless_told_to_install_it() -> None:
+    """A Metal3 management cluster already runs cert-manager: the model default adopts it too,
+    so a stack file that says nothing never installs a second one."""
+    raw = stack_platform("prod")
+    raw["management"]["existing"].pop("certManager")
+    existing = parse_platform(raw).existing
+    assert existing.cert_manager == "existing"
+    assert existing.installs_cert_manager is False
+    raw["management"]["existing"]["certManager"] = "install"
+    assert parse_platform(raw).existing.installs_cert_manager is True
+
+
+def test_github_token_key_is_a_required_secret() -> None:
+    raw = stack_platform("prod")
+    raw["management"]["existing"]["clusterApi"]["githubTokenConfigKey"] = "capiGithubToken"
+    assert "capiGithubToken" in required_secret_keys(parse_platform(raw))
+
+
+@pytest.mark.parametrize(
+    ("fetch", "fragment"),
+    [
+        ({}, "give exactly one of oci or configMapLabels"),
+        (
+            {"oci": "registry.example.internal/capi/core", "configMapLabels": {"a": "b"}},
+            "give exactly one of oci or configMapLabels",
+        ),
+        ({"oci": "oci://registry.example.internal/capi/core"}, "is not an OCI reference"),
+        ({"oci": "https://registry.example.internal/capi/core"}, "is not an OCI reference"),
+        ({"oci": "core"}, "is not an OCI reference"),
+        ({"configMapLabels": {}}, "give at least one label"),
+    ],
+)
+def test_bad_provider_fetch_sources(fetch: dict[str, Any], fragment: str) -> None:
+    raw = stack_platform("prod")
+    raw["management"]["existing"]["clusterApi"]["fetch"] = {"core": fetch}
+    message = expect_error(raw, "management.existing.clusterApi.fetch.core", fragment)
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "oci",
+    [
+        "registry.example.internal/capi/core",
+        "registry.example.internal:5000/capi/core:v1.13.5",
+        "http://registry.example.internal/capi/core",
+        "ghcr.io/org/cluster-api-components",
+    ],
+)
+def test_oci_references_the_operator_parses(oci: str) -> None:
+    raw = stack_platform("prod")
+    raw["management"]["existing"]["clusterApi"]["fetch"] = {"infrastructure": {"oci": oci}}
+    fetch = parse_platform(raw).existing.cluster_api.fetch.infrastructure
+    assert fetch is not None
+    assert fetch.oci == oci
+
+
+def test_adopted_namespaces_name_their_keys() -> None:
+    platform = parse_platform(stack_platform("prod"))
+    assert platform.adopted_namespaces == [
+        ("tenants[0].managementNamespace.existing", "team-vision"),
+        ("tenants[1].managementNamespace.existing", "team-llm"),
+        ("tenants[2].managementNamespace.existing", "team-speech"),
+    ]
+    assert parse_platform(stack_platform("lab")).adopted_namespaces == []

@@ -10,10 +10,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.config import ClusterApiVersions, InfrastructureProvider, parse_platform
+from components.config import (
+    ClusterApiVersions,
+    InfrastructureProvider,
+    ProviderFetch,
+    ProviderFetchSources,
+    parse_platform,
+)
 from components.management_values import (
+    CERT_MANAGER_CRDS,
+    capi_config_secret_name,
     capi_gate_env,
     capi_providers,
+    cert_manager_gate_env,
     cert_manager_values,
     gate_env,
     ip_address_pool,
@@ -282,6 +291,52 @@ def test_a_fetch_url_would_validate_too(upstream_dir: Path) -> None:
     manifest = replace(kamaji, fetch_url=url).manifest()
     assert manifest["spec"]["fetchConfig"] == {"url": url}
     assert crd_violations(upstream_dir, manifest) == []
+
+
+def test_fetch_sources_and_config_secret_validate_against_the_pinned_crds(
+    upstream_dir: Path,
+) -> None:
+    """An OCI artifact, a ConfigMap selector and the token's configSecret are fields of the
+    v0.28.0 provider CRDs, which allow one fetch source only (their CEL rule is evaluated)."""
+    versions = ClusterApiVersions(
+        fetch=ProviderFetchSources(
+            core=ProviderFetch(oci="registry.example.internal/capi/core"),
+            bootstrap_kubeadm=ProviderFetch(config_map_labels={"provider-components": "kubeadm"}),
+            control_plane_kamaji=ProviderFetch(oci="http://registry.example.internal/kamaji:v1"),
+            infrastructure=ProviderFetch(config_map_labels={"provider-components": "metal3"}),
+        )
+    )
+    secret = capi_config_secret_name("ghp_example")
+    for provider in capi_providers(versions):
+        manifest = provider.manifest(config_secret=secret)
+        assert manifest["spec"]["configSecret"] == {"name": secret, "namespace": provider.namespace}
+        assert len(manifest["spec"]["fetchConfig"]) == 1
+        assert crd_violations(upstream_dir, manifest) == [], provider.kind
+    both = capi_providers(ClusterApiVersions())[0].manifest()
+    both["spec"]["fetchConfig"] = {"oci": "registry.example.internal/x", "url": "https://x"}
+    assert crd_violations(upstream_dir, both) != []
+
+
+def test_config_secret_name_follows_the_token() -> None:
+    """The operator treats a configSecret's content as immutable and asks for a new name on a
+    change: another token must give another name, the same token the same one."""
+    name = capi_config_secret_name("ghp_one")
+    assert name == capi_config_secret_name("ghp_one")
+    assert name != capi_config_secret_name("ghp_two")
+    assert "ghp_one" not in name
+    assert len(name) <= 253
+
+
+def test_cert_manager_gate_waits_for_the_crds_the_charts_use_and_the_webhook() -> None:
+    """An adopted cert-manager's gate: the CRD names are cert-manager's own, and the probe is an
+    Issuer, a kind its validating webhook covers."""
+    env = cert_manager_gate_env()
+    assert env["CERT_MANAGER_CRDS"].split() == list(CERT_MANAGER_CRDS)
+    probe = json.loads(env["PROBE_MANIFEST"])
+    assert probe["apiVersion"] == "cert-manager.io/v1"
+    assert probe["kind"] == "Issuer"
+    assert probe["spec"] == {"selfSigned": {}}
+    assert "KUBECONFIG_CONTENT" not in env
 
 
 def test_gated_crds_exist_upstream(upstream_dir: Path) -> None:
