@@ -63,6 +63,7 @@ from components.tenant_specs import (
     external_datastore,
     infrastructure_cluster,
     kamaji_control_plane,
+    kubeconfig_address,
     kubeconfig_server,
     namespaces_to_create,
     network_policies,
@@ -99,8 +100,9 @@ class GpuTenantArgs:
     platform: PlatformConfig
     tenant: Tenant
     management: ManagementCluster
-    # The control plane's fixed LoadBalancer address (lab: from the MetalLB pool). None falls
-    # back to tenants[].controlPlane.address, then to whatever the load balancer assigns.
+    # The control plane's pinned LoadBalancer address (lab: a controlPlane.address checked
+    # against the MetalLB pool). None falls back to tenants[].controlPlane.address, then to
+    # whatever the load balancer assigns (lab: from management.tenant_address_pool, read back).
     address: pulumi.Input[str] | None = None
 
 
@@ -187,6 +189,9 @@ class GpuTenant(pulumi.ComponentResource):
             self.cluster_name = cluster.urn.apply(lambda _: args.tenant.name)
             self.teardown_root = cluster
             identity = [control_plane, cluster]
+        if self._address is None and args.management.tenant_address_pool is not None:
+            # The load balancer assigned it: everything below reads it back.
+            self._address = self._assigned_address()
         # Tied to the registration (known in preview, unlike the ID).
         self.control_plane_name = control_plane.urn.apply(lambda _: args.tenant.name)
         self.control_plane_ready = [control_plane, kubeconfig_read]
@@ -328,6 +333,7 @@ class GpuTenant(pulumi.ComponentResource):
             namespace=self._ns,
             kubernetes_version=self._platform.kubernetes_version,
             address=self._address,
+            address_pool=self._management.tenant_address_pool,
         )
         tcp = self._custom_resource(
             f"{self._name}-control-plane",
@@ -348,6 +354,16 @@ class GpuTenant(pulumi.ComponentResource):
             provider_key=SUPER_ADMIN_KUBECONFIG_KEY,
         )
         return tcp, secret
+
+    def _assigned_address(self) -> pulumi.Output[str]:
+        """The address the load balancer gave an unpinned control plane, read back from the
+        kubeconfig Kamaji wrote once it was ready: its server is ``status.controlPlaneEndpoint``,
+        the Service's ``status.loadBalancer.ingress`` IP, which is also in the API server
+        certificate's SANs (clastix/kamaji@26.8.2-edge
+        internal/resources/k8s_service_resource.go:56-60, kubeadm_config.go:84-138,
+        kubeconfig.go:216). Unknown until the control plane exists (a first preview); afterwards
+        a read, so a preview of the existing stack knows it. Not secret: an address."""
+        return pulumi.Output.unsecret(self.kubeconfig.apply(kubeconfig_address))
 
     def _prod_control_plane(
         self, namespace: k8s.core.v1.Namespace, policies: Sequence[pulumi.Resource]
@@ -596,7 +612,7 @@ class GpuTenant(pulumi.ComponentResource):
         if self._address is None:
             raise ValueError(
                 f"tenant {self._tenant.name}: the lab's kube-proxy needs the control plane's "
-                "LoadBalancer address (controlPlane.address or the MetalLB pool)"
+                "LoadBalancer address (controlPlane.address or the one MetalLB assigned)"
             )
         objects = kube_proxy.manifests(self._platform.kubernetes_version, self._labels)
         name = f"{self._name}-kube-proxy"
