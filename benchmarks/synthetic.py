@@ -3,8 +3,7 @@
 Pure: takes the stack file's ``config:`` block, returns a new one. Every synthetic tenant is a copy
 of the stack's first tenant with
 
-* a unique name (``bench-001`` …), schema and username (``bench_001`` …); in the lab a name
-  whose hashed MetalLB address an earlier tenant has is skipped (the lab refuses the pair);
+* a unique name (``bench-001`` …), schema and username (``bench_001`` …);
 * a pod and a service CIDR (``/20`` by default) carved from ``10.0.0.0/8``, disjoint from every
   other tenant and from the management cluster's own subnets (kind: ``podSubnet`` and
   ``serviceSubnet``, by default ``10.244.0.0/16`` and ``10.96.0.0/12``);
@@ -15,9 +14,9 @@ of the stack's first tenant with
 * the workloads declared across the stack's tenants (so that previews review them, as in the
   stack file).
 
-In the lab the MetalLB pool grows with the tenants (one fixed control-plane address each, on top of
-the stack file's own pool size), capped at the 256 addresses the config allows. The result is
-validated with ``components.config.parse_platform``.
+In the lab the MetalLB pool grows with the tenants (one control-plane address each, which MetalLB
+assigns, on top of the stack file's own pool size), capped at the 256 addresses the config allows.
+The result is validated with ``components.config.parse_platform``.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from components.config import CONFIG_KEY, parse_platform
-from components.lab.network import tenant_slot
 
 PLATFORM_KEY = f"gpu-platform:{CONFIG_KEY}"
 FULL_SIZES: tuple[int, ...] = (2, 10, 50, 100)
@@ -49,24 +47,6 @@ def tenant_name(index: int) -> str:
 def datastore_identifier(index: int) -> str:
     """Schema and username of synthetic tenant ``index``: ``bench_001`` for index 0."""
     return f"bench_{index + 1:03d}"
-
-
-def _lab_numbers(count: int, pool_size: int) -> list[int]:
-    """Tenant numbers whose names hash to distinct lab addresses (the lab refuses two tenants
-    without a fixed address on one, see ``components.lab.network.tenant_slot``): ``bench-001``,
-    ``bench-002`` … skipping a name whose address an earlier one has."""
-    if count > pool_size:
-        return list(range(count))  # parse_platform reports the pool as too small
-    taken: set[int] = set()
-    numbers: list[int] = []
-    number = 0
-    while len(numbers) < count:
-        slot = tenant_slot(tenant_name(number), pool_size)
-        if slot not in taken:
-            taken.add(slot)
-            numbers.append(number)
-        number += 1
-    return numbers
 
 
 def carve_subnets(
@@ -167,14 +147,13 @@ def synthetic_platform(
     if kind is not None:
         base_size = int(kind.get("metallbPoolSize", 16))
         kind["metallbPoolSize"] = min(MAX_METALLB_POOL, base_size + tenants)
-    numbers = _lab_numbers(tenants, kind["metallbPoolSize"]) if kind else range(tenants)
     result["tenants"] = []
-    for index, number in enumerate(numbers):
+    for index in range(tenants):
         tenant = copy.deepcopy(template)
-        tenant["name"] = tenant_name(number)
+        tenant["name"] = tenant_name(index)
         data_store = dict(tenant["dataStore"])
-        data_store["schema"] = datastore_identifier(number)
-        data_store["username"] = datastore_identifier(number)
+        data_store["schema"] = datastore_identifier(index)
+        data_store["username"] = datastore_identifier(index)
         tenant["dataStore"] = data_store
         tenant["network"] = {"podCidr": subnets[2 * index], "serviceCidr": subnets[2 * index + 1]}
         if addresses:

@@ -28,7 +28,7 @@ from pydantic.alias_generators import to_camel
 
 from components.catalog import CARD_CATALOG, CardModel
 from components.lab.mock_device_plugin import MAX_NODE_MEMORY_MIB as MOCK_MAX_NODE_MEMORY_MIB
-from components.lab.network import pool_size_problem, slot_collisions
+from components.lab.network import pinned_address_problems, pool_size_problem
 from components.versions import PINNED, kind_node_image
 
 CONFIG_KEY = "platform"
@@ -393,8 +393,9 @@ class ControlPlane(_Model):
     )
     address: str | None = Field(
         default=None,
-        description="fixed LoadBalancer IP (lab: one of the MetalLB pool's; unset: the pool "
-        "address the tenant's name hashes to, which no other tenant's change moves)",
+        description="fixed LoadBalancer IP (lab: an optional pin, one of the MetalLB pool's and "
+        "no other tenant's; unset: MetalLB assigns a free pool address, which stays the "
+        "tenant's while its control plane exists)",
     )
     resources: ControlPlaneResources = Field(
         default=ControlPlaneResources(), description="per control-plane container"
@@ -1117,16 +1118,15 @@ class PlatformConfig(_Model):
         return []
 
     def _check_lab_addresses(self) -> list[str]:
-        """Lab tenants without a fixed address get one from their name's hash: refuse two names
-        that hash to one address (pinning one beats resolving by order, which could move it)."""
+        """Lab tenants without a pin get their address from MetalLB (components.lab.network):
+        the pool must hold one per tenant, and no address may be pinned twice."""
         if self.mode != "lab" or self.management.kind is None:
             return []
         too_small = pool_size_problem(self.management.kind.metallb_pool_size, len(self.tenants))
         if too_small is not None:
             return [too_small]
-        return slot_collisions(
-            [(tenant.name, tenant.control_plane.address) for tenant in self.tenants],
-            self.management.kind.metallb_pool_size,
+        return pinned_address_problems(
+            [(tenant.name, tenant.control_plane.address) for tenant in self.tenants]
         )
 
     # ----- derived views the components use

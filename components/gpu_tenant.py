@@ -37,6 +37,7 @@ No resource of one tenant depends on another tenant's: Pulumi builds tenants in 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -80,8 +81,9 @@ class GpuTenantArgs:
     substrate: Substrate
     tenant: Tenant
     management: ManagementCluster
-    # The control plane's fixed LoadBalancer address (lab: from the MetalLB pool). None falls
-    # back to tenants[].controlPlane.address, then to whatever the load balancer assigns.
+    # The control plane's pinned LoadBalancer address (lab: a controlPlane.address checked
+    # against the MetalLB pool). None falls back to tenants[].controlPlane.address, then to
+    # whatever the load balancer assigns (lab: from management.tenant_address_pool, read back).
     address: pulumi.Input[str] | None = None
 
 
@@ -179,6 +181,9 @@ class GpuTenant(pulumi.ComponentResource):
         self.kubeconfig = parts.kubeconfig.kubeconfig
         self._provider_kubeconfig = parts.kubeconfig.provider_kubeconfig
         kubeconfig_read = parts.kubeconfig.secret
+        # Everything below uses the address the control plane really has.
+        self._address = parts.address
+        self._site = dataclasses.replace(self._site, address=parts.address)
         # Tied to the registration (known in preview, unlike the ID).
         self.control_plane_name = control_plane.urn.apply(lambda _: args.tenant.name)
         self.control_plane_ready = [control_plane, kubeconfig_read]

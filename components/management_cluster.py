@@ -43,6 +43,7 @@ from components.management_values import (
     KAMAJI_NAMESPACE,
     KAMAJI_RELEASE,
     METALLB_NAMESPACE,
+    METALLB_POOL_NAME,
     METALLB_RELEASE,
     CapiProvider,
     capi_config_secret_name,
@@ -88,6 +89,9 @@ class ManagementCluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     kind_network: pulumi.Output[str] | None
     lb_pool: pulumi.Output[list[str]]
+    # The MetalLB IPAddressPool an unpinned tenant's control-plane Service names
+    # (``metallb.io/address-pool``); None where the load balancer needs no such choice (prod).
+    tenant_address_pool: str | None
     default_datastore: pulumi.Output[str] | None
     versions: dict[str, object]
     ready: list[pulumi.Resource]
@@ -137,21 +141,24 @@ class ManagementCluster(pulumi.ComponentResource):
     # ------------------------------------------------------------------------------ public
 
     def tenant_address(self, name: str) -> pulumi.Output[str] | None:
-        """The fixed LoadBalancer address of the tenant called ``name``.
+        """The address pinned for the tenant called ``name``, or None when the load balancer
+        assigns one (``tenant_address_pool`` says from where).
 
-        lab: from the MetalLB pool (the tenant's ``controlPlane.address`` when it names one of
-        the pool's addresses, else the address its name hashes to), so reordering, adding or
-        removing tenants never moves another tenant's address; unknown until the kind network
-        exists (preview). prod: the configured ``controlPlane.address`` or None."""
+        lab: the tenant's ``controlPlane.address``, checked against the MetalLB pool once the
+        kind network is known (before the control plane, whose spec waits for it, is
+        registered); None without one, and MetalLB assigns a free address of the pool
+        (``components.lab.network``). prod: the configured ``controlPlane.address`` or None."""
         tenants = {tenant.name: tenant for tenant in self._platform.tenants}
         if name not in tenants:
             raise KeyError(f"no tenant named {name!r} (the stack has {', '.join(tenants)})")
-        if self._platform.mode == "prod":
-            address = tenants[name].control_plane.address
-            return pulumi.Output.from_input(address) if address is not None else None
-        requested = [(tenant.name, tenant.control_plane.address) for tenant in tenants.values()]
+        address = tenants[name].control_plane.address
+        if address is None:
+            return None
+        if self.tenant_address_pool is None:
+            return pulumi.Output.from_input(address)
+        index = list(tenants).index(name)
         return self.lb_pool.apply(
-            lambda pool: lab_network.assign_tenant_addresses(pool, requested)[name]
+            lambda pool: lab_network.pinned_address(pool, index, name, address)
         )
 
     # ------------------------------------------------------------------------------- lab
@@ -209,6 +216,7 @@ class ManagementCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster]),
         )
         self.kind_network = pulumi.Output.from_input(kind.docker_network)
+        self.tenant_address_pool = METALLB_POOL_NAME
         self.lb_pool = network.stdout.apply(
             lambda inspect: lab_network.metallb_pool(inspect, kind.metallb_pool_size)
         )
@@ -246,6 +254,7 @@ class ManagementCluster(pulumi.ComponentResource):
         )
         self.kind_network = None
         self.lb_pool = pulumi.Output.from_input([])
+        self.tenant_address_pool = None
 
         cert_manager, kamaji_ready = self._cert_manager_and_kamaji(
             existing.kamaji_etcd, install_cert_manager=existing.installs_cert_manager

@@ -164,8 +164,11 @@ def _object(api_version: str, kind: str, name: str, namespace: str | None, spec:
 
 
 def ip_address_pool(addresses: Sequence[str]) -> Values:
-    """The lab's pool. ``autoAssign: false``: addresses go only to Services that ask for one
-    (each tenant's control plane pins its own), so no other Service can take a tenant's IP."""
+    """The lab's pool of tenant control-plane addresses. ``autoAssign: false``: MetalLB gives its
+    addresses only to Services that name it (``metallb.io/address-pool``, what every unpinned
+    tenant's control plane does) or pin one of them (``metallb.io/loadBalancerIPs``), never to
+    another LoadBalancer Service (metallb/metallb@v0.16.1 internal/allocator/allocator.go:383-390
+    skips such pools; AllocateFromPool, :423-473, serves a named one regardless)."""
     return _object(
         METALLB_API,
         "IPAddressPool",

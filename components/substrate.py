@@ -43,6 +43,8 @@ class ManagementView(Protocol):
     @property
     def kind_network(self) -> pulumi.Output[str] | None: ...
     @property
+    def tenant_address_pool(self) -> str | None: ...
+    @property
     def ready(self) -> list[pulumi.Resource]: ...
 
 
@@ -81,6 +83,9 @@ class ControlPlaneParts:
     Cluster)."""
     cluster_name: pulumi.Output[str]
     kubeconfig: KubeconfigRead
+    address: pulumi.Output[str] | None
+    """The control plane's LoadBalancer address once known: the pinned one, or (lab) the one
+    MetalLB assigned, read back; None when only the kubeconfig's server says it."""
 
 
 @dataclass(frozen=True)

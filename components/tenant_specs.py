@@ -10,7 +10,9 @@ Facts these builders rely on (read from upstream at the pinned versions, see pla
 
 * TCP (``kamaji.clastix.io/v1alpha1``): ``networkProfile.podCidrs``/``serviceCidrs`` (the
   singular fields are deprecated); Kamaji does not set ``loadBalancerIP`` from
-  ``networkProfile.address``, so the MetalLB annotation on the Service pins the IP; the Service
+  ``networkProfile.address``, so the MetalLB annotation on the Service pins the IP; without an
+  address the Service names the lab's MetalLB pool and Kamaji takes the address MetalLB assigns
+  (see ``components.lab.network``); the Service
   selects pods by ``kamaji.clastix.io/name: <tcp>``; ready when
   ``status.kubernetesResources.version.status == Ready``; admin kubeconfig in Secret
   ``<tcp>-admin-kubeconfig`` key ``admin.conf``.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -65,6 +68,7 @@ INFRASTRUCTURE_KINDS = MappingProxyType({"metal3": "Metal3Cluster", "docker": "D
 API_SERVER_PORT = 6443
 KONNECTIVITY_PORT = 8132
 METALLB_IPS_ANNOTATION = "metallb.io/loadBalancerIPs"
+METALLB_POOL_ANNOTATION = "metallb.io/address-pool"
 TCP_POD_LABEL = "kamaji.clastix.io/name"
 
 # pulumi-kubernetes >= 4.18 awaits a custom resource until this JSONPath matches.
@@ -204,9 +208,17 @@ def _service_annotations(address: Address) -> dict[str, Any]:
 
 
 def tenant_control_plane(
-    tenant: Tenant, *, namespace: str, kubernetes_version: str, address: Address
+    tenant: Tenant,
+    *,
+    namespace: str,
+    kubernetes_version: str,
+    address: Address,
+    address_pool: str | None = None,
 ) -> dict[str, Any]:
-    """The lab's TenantControlPlane: one per tenant, in the tenant's namespace, named after it."""
+    """The lab's TenantControlPlane: one per tenant, in the tenant's namespace, named after it.
+    A pinned ``address`` goes into ``networkProfile.address`` and the MetalLB annotation;
+    without one, the Service names ``address_pool`` and Kamaji reads back what MetalLB assigns
+    (clastix/kamaji@26.8.2-edge api/v1alpha1/tenantcontrolplane_funcs.go:58-82)."""
     service: dict[str, Any] = {"serviceType": tenant.control_plane.service_type}
     network: dict[str, Any] = {
         "port": API_SERVER_PORT,
@@ -216,6 +228,10 @@ def tenant_control_plane(
     if address is not None:
         network["address"] = address
         service["additionalMetadata"] = {"annotations": _service_annotations(address)}
+    elif address_pool is not None:
+        # Kamaji merges these annotations into the Service it creates
+        # (internal/resources/k8s_service_resource.go:94-95).
+        service["additionalMetadata"] = {"annotations": {METALLB_POOL_ANNOTATION: address_pool}}
     return {
         "apiVersion": KAMAJI_API_VERSION,
         "kind": "TenantControlPlane",
@@ -592,3 +608,11 @@ def kubeconfig_server(kubeconfig: str) -> str:
     if not isinstance(server, str) or not server:
         raise ValueError("the kubeconfig names no API server")
     return server
+
+
+def kubeconfig_address(kubeconfig: str) -> str:
+    """The host of the kubeconfig's API server URL (Kamaji writes ``https://<address>:<port>``)."""
+    host = urllib.parse.urlsplit(kubeconfig_server(kubeconfig)).hostname
+    if not host:
+        raise ValueError("the kubeconfig's API server URL names no host")
+    return host

@@ -1,5 +1,5 @@
-"""Lab networking decisions: the MetalLB pool carved from the ``kind`` docker network, and the
-fixed LoadBalancer address of each tenant.
+"""Lab networking decisions: the MetalLB pool carved from the ``kind`` docker network, and how
+each tenant's control plane gets its LoadBalancer address from it.
 
 ``docker network inspect kind`` lists the network's IPAM subnets in no guaranteed order, and on
 hosts with IPv6 enabled the IPv6 subnet often comes first (the lab report's pitfall: a pool taken
@@ -13,17 +13,49 @@ in the subnet's upper half so docker keeps the lower half for containers.
 
 A tenant's control-plane address must never move: its kubelets, Konnectivity agents
 (``--proxy-server-host`` is fixed when the agent is created) and the tenant provider keep the old
-one. So the address depends on the tenant's **name**, not its place in the list: the tenant's
-position in the pool is a hash of its name (``tenant_slot``), counted from the top. Two tenants
-whose names hash to one position are refused at validation (``slot_collisions``) rather than
-resolved by an order, which could move one of them when a tenant is added or removed: pin one of
-them with ``controlPlane.address`` instead. Changing ``metallbPoolSize`` moves every hashed
-address; pin the addresses first.
+one. It is **assigned by MetalLB and read back**, not computed here (issue 24 point 14: a hash of
+the name into 16 addresses refused 5 tenants half the time). The decision, traced at the pins:
+
+* Kamaji (clastix/kamaji@26.8.2-edge): a TenantControlPlane without ``networkProfile.address``
+  creates its LoadBalancer Service first (``internal/resources/k8s_service_resource.go:23-24``)
+  and takes the address from ``status.loadBalancer.ingress`` (``DeclaredControlPlaneAddress``,
+  ``api/v1alpha1/tenantcontrolplane_funcs.go:58-82``); until there is one it requeues every
+  second (``NonExposedLoadBalancerError``, ``internal/errors/utils_controllers.go:8-24``,
+  ``controllers/tenantcontrolplane_controller.go:245-252``). The address becomes
+  ``status.controlPlaneEndpoint`` (``k8s_service_resource.go:56-60``), and from there the
+  kubeadm ``controlPlaneEndpoint``, the API server certificate's SANs and advertise address
+  (``internal/resources/kubeadm_config.go:84-138``, ``internal/kubeadm/configuration.go:34-66``)
+  and the kubeconfigs' server (``internal/resources/kubeconfig.go:216``). It is recomputed from
+  the Service at every reconcile, so it stays put exactly as long as the Service's does.
+* MetalLB (metallb/metallb@v0.16.1): a Service that names a pool with ``metallb.io/address-pool``
+  gets a free address of it even when the pool has ``autoAssign: false``
+  (``controller/service.go:268-295``, ``internal/allocator/allocator.go:423-473``; only the
+  unannotated path skips such pools, ``allocator.go:383-390``), the lowest free one first
+  (``allocator.go:709-726`` over the pool's ranges in ascending order,
+  ``internal/config/config.go:1021-1055``). An address a Service holds is re-assigned to it at
+  every convergence (``service.go:77-132``), and after a controller restart the Services that
+  hold one are processed before any new allocation (``internal/k8s/controllers/
+  service_controller_reload.go:72-76``, ``service_controller.go:70-71``). It moves only when
+  the pool stops containing it (``service.go:121-132``) or the Service is deleted, i.e. when its
+  TenantControlPlane is.
+
+So each tenant's Service names the lab pool, and everything else that needs the address (the
+kubeconfig, Calico's ``kubernetesServiceEndpoint``, the lab kube-proxy, the stack outputs) reads
+it back from Kamaji's kubeconfig. Adding, removing or reordering tenants changes nothing the
+program sets on another tenant's control plane, and any set of tenants that fits the pool gets
+distinct addresses. The address is unknown until the control plane exists (the first preview),
+as the pool itself is until the kind network exists.
+
+``controlPlane.address`` stays an optional pin (``metallb.io/loadBalancerIPs``, honoured by
+``service.go:270-286``): it must be in the pool and pinned by one tenant only. MetalLB refuses a
+pin another Service already holds rather than moving that Service (``allocator.go:193-200``,
+``:728-745``); since it fills the pool from the bottom, pin from the top. Shrinking
+``metallbPoolSize`` moves the tenants that hold the dropped (lowest) addresses; growing it moves
+nobody.
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import json
 from collections.abc import Sequence
@@ -134,82 +166,40 @@ def address_ranges(pool: Sequence[str]) -> list[str]:
     return ranges
 
 
-def tenant_slot(name: str, pool_size: int) -> int:
-    """The tenant's position in the pool, counted from the top (0 = the highest address): a hash
-    of its name, so no other tenant's presence or order changes it."""
-    if pool_size < 1:
-        raise LabNetworkError(f"a MetalLB pool needs at least one address, not {pool_size}")
-    digest = hashlib.sha256(name.encode()).digest()
-    return int.from_bytes(digest[:8], "big") % pool_size
-
-
-def slot_collisions(tenants: Sequence[tuple[str, str | None]], pool_size: int) -> list[str]:
-    """One line per pair of tenants without ``controlPlane.address`` whose names hash to the same
-    position of a ``pool_size`` pool (known from the config alone, before the pool exists)."""
-    owners: dict[int, tuple[int, str]] = {}
+def pinned_address_problems(tenants: Sequence[tuple[str, str | None]]) -> list[str]:
+    """One line per tenant whose ``controlPlane.address`` another tenant already pins (known from
+    the config alone, before the pool exists)."""
+    owners: dict[str, tuple[int, str]] = {}
     problems: list[str] = []
-    for index, (name, address) in enumerate(tenants):
-        if address is not None:
-            continue
-        slot = tenant_slot(name, pool_size)
-        if slot in owners:
-            other, other_name = owners[slot]
-            problems.append(
-                f"tenants[{other}] ({other_name}) and tenants[{index}] ({name}) get the same lab "
-                f"address from their names (position {slot} from the top of the "
-                f"{pool_size}-address MetalLB pool): set tenants[{index}].controlPlane.address "
-                "to a free address of the pool (`pulumi stack output lbPool`), or rename it"
-            )
-            continue
-        owners[slot] = (index, name)
-    return problems
-
-
-def assign_tenant_addresses(
-    pool: Sequence[str], tenants: Sequence[tuple[str, str | None]]
-) -> dict[str, str]:
-    """Each tenant's address by name: the one it requests (``controlPlane.address``, which must
-    be in the pool), else the pool's address at ``tenant_slot`` from the top. The same for any
-    order of ``tenants``; two tenants never share an address (a clash raises, naming both)."""
-    if not pool:
-        raise LabNetworkError("the MetalLB pool is empty")
-    members = set(pool)
-    top_down = sorted(pool, key=lambda address: int(IPv4(address)), reverse=True)
-    requested: dict[str, tuple[int, str]] = {}
     for index, (name, address) in enumerate(tenants):
         if address is None:
             continue
-        if address not in members:
-            raise LabNetworkError(
-                f"tenants[{index}].controlPlane.address {address} ({name}) is not in the lab's "
-                f"MetalLB pool ({', '.join(address_ranges(pool))}): pick one of those addresses "
-                "or drop the key to get one from the tenant's name"
+        if address in owners:
+            other, other_name = owners[address]
+            problems.append(
+                f"tenants[{other}] ({other_name}) and tenants[{index}] ({name}) both pin "
+                f"controlPlane.address {address}: give each tenant its own address, or drop the "
+                f"key from tenants[{index}] to let MetalLB assign one"
             )
-        if address in requested:
-            other, other_name = requested[address]
-            raise LabNetworkError(
-                f"tenants[{other}] ({other_name}) and tenants[{index}] ({name}) both request "
-                f"{address}: give every tenant its own controlPlane.address"
-            )
-        requested[address] = (index, name)
-    assigned: dict[str, str] = {}
-    hashed: dict[str, tuple[int, str]] = {}
-    for index, (name, address) in enumerate(tenants):
-        if address is not None:
-            assigned[name] = address
             continue
-        own = top_down[tenant_slot(name, len(pool))]
-        clash = requested.get(own) or hashed.get(own)
-        if clash is not None:
-            other, other_name = clash
-            raise LabNetworkError(
-                f"tenants[{index}] ({name}) gets {own} from its name, which tenants[{other}] "
-                f"({other_name}) already has: set tenants[{index}].controlPlane.address to a "
-                "free address of the pool (`pulumi stack output lbPool`)"
-            )
-        hashed[own] = (index, name)
-        assigned[name] = own
-    return assigned
+        owners[address] = (index, name)
+    return problems
+
+
+def pinned_address(pool: Sequence[str], index: int, name: str, address: str) -> str:
+    """``address`` when it is one of the pool's; else the one-line error naming the key. Run when
+    the pool is known (it comes from ``docker network inspect``) and before the tenant's control
+    plane is registered, whose spec waits for it."""
+    if not pool:
+        raise LabNetworkError("the MetalLB pool is empty")
+    if address not in set(pool):
+        raise LabNetworkError(
+            f"tenants[{index}].controlPlane.address {address} ({name}) is not in the lab's "
+            f"MetalLB pool ({', '.join(address_ranges(pool))}): pick one of those addresses "
+            "(preferably from the top: MetalLB hands addresses out from the bottom) or drop "
+            "the key to let MetalLB assign one"
+        )
+    return address
 
 
 def pool_size_problem(pool_size: int, tenant_count: int) -> str | None:

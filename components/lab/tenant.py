@@ -13,12 +13,19 @@ from components.k8s_objects import typed_object
 from components.lab import kube_proxy as kube_proxy_objects
 from components.lab import mock_device_plugin as mock_device_plugin_objects
 from components.labels import LAB_ONLY_LABEL
-from components.substrate import ControlPlaneParts, InsideTenant, TenantSite, custom_resource
+from components.substrate import (
+    ControlPlaneParts,
+    InsideTenant,
+    KubeconfigRead,
+    TenantSite,
+    custom_resource,
+)
 from components.tenant_specs import (
     ADMIN_KUBECONFIG_KEY,
     API_SERVER_PORT,
     SUPER_ADMIN_KUBECONFIG_KEY,
     admin_kubeconfig_secret,
+    kubeconfig_address,
     tenant_control_plane,
 )
 from components.tenant_values import HAMI_NAMESPACE
@@ -41,6 +48,7 @@ def lab_control_plane(
         namespace=site.namespace,
         kubernetes_version=site.platform.kubernetes_version,
         address=site.address,
+        address_pool=site.management.tenant_address_pool,
     )
     tcp = custom_resource(
         f"{site.name}-control-plane",
@@ -68,7 +76,19 @@ def lab_control_plane(
         teardown_root=tcp,
         cluster_name=pulumi.Output.from_input(tenant.name),
         kubeconfig=kubeconfig,
+        address=site.address if site.address is not None else _assigned_address(kubeconfig),
     )
+
+
+def _assigned_address(kubeconfig: KubeconfigRead) -> pulumi.Output[str]:
+    """The address MetalLB gave an unpinned control plane, read back from the kubeconfig Kamaji
+    wrote once it was ready: its server is ``status.controlPlaneEndpoint``, the Service's
+    ``status.loadBalancer.ingress`` IP, which is also in the API server certificate's SANs
+    (clastix/kamaji@26.8.2-edge internal/resources/k8s_service_resource.go:56-60,
+    kubeadm_config.go:84-138, kubeconfig.go:216). Unknown until the control plane exists (a first
+    preview); afterwards a read, so a preview of the existing stack knows it. Not secret: an
+    address."""
+    return pulumi.Output.unsecret(kubeconfig.kubeconfig.apply(kubeconfig_address))
 
 
 def lab_kube_proxy(inside: InsideTenant) -> k8s.apps.v1.DaemonSet:
@@ -78,7 +98,7 @@ def lab_kube_proxy(inside: InsideTenant) -> k8s.apps.v1.DaemonSet:
     if inside.site.address is None:
         raise ValueError(
             f"tenant {inside.site.tenant.name}: the lab's kube-proxy needs the control plane's "
-            "LoadBalancer address (controlPlane.address or the MetalLB pool)"
+            "LoadBalancer address (controlPlane.address or the one MetalLB assigned)"
         )
     objects = kube_proxy_objects.manifests(
         inside.site.platform.kubernetes_version, inside.site.labels

@@ -120,6 +120,7 @@ def cluster_api_control_plane(
         teardown_root=cluster,
         cluster_name=cluster.urn.apply(lambda _: tenant.name),
         kubeconfig=kubeconfig,
+        address=site.address,
     )
 
 

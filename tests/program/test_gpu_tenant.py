@@ -228,7 +228,15 @@ def test_kubeconfig_is_read_after_the_control_plane_and_kept_secret(updated: Rec
         provider = _provider(updated, f"{name}-provider")
         assert read.urn in provider.dependencies
         assert provider.input_is_secret("kubeconfig")
-        assert f"https://{name}.tenant.invalid:6443" in provider.inputs["kubeconfig"]
+        # Kamaji writes the control plane's endpoint as the server (lab: the address MetalLB
+        # assigned, from the fakes; prod's fake kubeconfig names the tenant).
+        status = _named(updated, f"{name}-control-plane").outputs.get("status")
+        server = (
+            f"https://{status['controlPlaneEndpoint']}"
+            if status
+            else f"https://{name}.tenant.invalid:6443"
+        )
+        assert server in provider.inputs["kubeconfig"]
         # The tenant name and the uid of the object(s) whose recreation empties the tenant.
         roots = ["control-plane"] if updated.stack == "lab" else ["control-plane", "cluster"]
         uids = [_named(updated, f"{name}-{root}").outputs["metadata"]["uid"] for root in roots]
@@ -265,14 +273,23 @@ def test_lab_control_plane_waits_for_kamaji_and_is_awaited(evaluated: Evaluated)
         assert tcp.options["custom_timeouts"]["create"]
 
 
-def test_lab_control_plane_gets_its_fixed_address(evaluated: Evaluated) -> None:
+def _assigned_address(tcp: Any) -> str:
+    """The address Kamaji reported for a TenantControlPlane (under the mocks, the fake MetalLB's
+    assignment, tests/support/fakes_tenant.py)."""
+    return str(tcp.outputs["status"]["controlPlaneEndpoint"]).rsplit(":", 1)[0]
+
+
+def test_lab_control_plane_address_is_metallbs_read_back(evaluated: Evaluated) -> None:
     lab = evaluated("lab", False)
     addresses = set()
     for name in _tenants(lab):
-        spec = _named(lab, f"{name}-control-plane").inputs["spec"]
-        address = spec["networkProfile"]["address"]
+        tcp = _named(lab, f"{name}-control-plane")
+        spec = tcp.inputs["spec"]
+        # The program pins nothing: the Service names the lab pool and MetalLB assigns.
+        assert "address" not in spec["networkProfile"]
         annotations = spec["controlPlane"]["service"]["additionalMetadata"]["annotations"]
-        assert annotations["metallb.io/loadBalancerIPs"] == address
+        assert annotations == {"metallb.io/address-pool": "gpu-platform-lab"}
+        address = _assigned_address(tcp)
         assert lab.outputs["tenants"][name]["endpoint"] == f"https://{address}:6443"
         calico = _release(lab, name, "calico").inputs["values"]
         assert calico["kubernetesServiceEndpoint"]["host"] == address
@@ -351,7 +368,7 @@ def test_lab_kube_proxy_never_sets_a_conntrack_sysctl(evaluated: Evaluated) -> N
             assert sysctl_writes(conf["conntrack"], cpus) == [], (name, cpus)
         kubeconfig = yaml.safe_load(config.inputs["data"]["kubeconfig.conf"])
         server = kubeconfig["clusters"][0]["cluster"]["server"]
-        address = tcp.inputs["spec"]["networkProfile"]["address"]
+        address = _assigned_address(tcp)
         assert server == f"https://{address}:6443"
         service_cidr = ipaddress.ip_network(tcp.inputs["spec"]["networkProfile"]["serviceCidrs"][0])
         assert ipaddress.ip_address(address) not in service_cidr
@@ -506,8 +523,15 @@ def test_tenant_provider_uses_super_admin_and_people_get_admin(updated: Recordin
     for tenant in tenants:
         provider = updated.named(f"{tenant}-provider")
         assert provider.input_is_secret("kubeconfig")
-        assert provider.inputs["kubeconfig"] == placeholder_kubeconfig(tenant, "super-admin")
-        assert updated.outputs["tenantKubeconfigs"][tenant] == placeholder_kubeconfig(tenant)
+        # Lab: the fake Kamaji writes the address the fake MetalLB assigned as the server.
+        status = updated.named(f"{tenant}-control-plane").outputs.get("status")
+        server = f"https://{status['controlPlaneEndpoint']}" if status else None
+        assert provider.inputs["kubeconfig"] == placeholder_kubeconfig(
+            tenant, "super-admin", server
+        )
+        assert updated.outputs["tenantKubeconfigs"][tenant] == placeholder_kubeconfig(
+            tenant, server=server
+        )
 
 
 @pytest.mark.parametrize("stack", ["lab", "prod"])

@@ -137,7 +137,8 @@ def test_lab_workers_get_kinds_host_dependent_arguments(tmp_path: Path) -> None:
     no_proxy = envs["NO_PROXY"].split(",")
     tcp = recording.named("tenant-a-control-plane")
     for direct in (
-        tcp.inputs["spec"]["networkProfile"]["address"],
+        # The address Kamaji reported (MetalLB's, from the fakes), read back by the tenant.
+        tcp.outputs["status"]["controlPlaneEndpoint"].rsplit(":", 1)[0],
         tenant["network"]["podCidr"],
         tenant["network"]["serviceCidr"],
         "tenant-a-a100-0",

@@ -1,5 +1,6 @@
 """ManagementCluster under mocks: what the lab and prod stacks register, how it is ordered, what
-is secret, and the public interface (``tenant_address``, ``lb_pool``, ``ready``).
+is secret, and the public interface (``tenant_address``, ``tenant_address_pool``, ``lb_pool``,
+``ready``).
 
 The lab's fakes (tests/support/fakes_management.py) print a kubeconfig for the kind cluster and a
 ``docker network inspect`` whose IPv6 subnet comes first; the IPv4 subnet is 172.18.0.0/16, so the
@@ -20,6 +21,7 @@ import pytest
 import yaml
 
 from components import chart_cache
+from components.management_values import METALLB_POOL_NAME
 from components.versions import PINNED
 from tests.support.fakes_management import FAKE_KUBECONFIG
 from tests.support.harness import (
@@ -119,6 +121,7 @@ result = {"error": None, "addresses": [], "lb_pool": None, "registered": [], "re
 try:
     _sync_await(run_pulumi_func(program))
     if management_ref:
+        result["address_pool"] = management_ref[0].tenant_address_pool
         pool = management_ref[0].lb_pool
         result["lb_pool"] = (
             _sync_await(pool.future()) if _sync_await(pool.is_known()) else "<unknown>"
@@ -626,24 +629,29 @@ def test_prod_with_bundled_etcd_and_docker_infrastructure() -> None:
     assert "statefulset/kamaji-etcd" in gate.inputs["environment"]["WAIT_ROLLOUTS"]
 
 
-def test_lab_tenant_addresses_come_from_the_pool_by_name() -> None:
-    # sha256("tenant-a") -> position 1 from the top of .239-.254, sha256("tenant-b") -> 10.
+def test_lab_tenants_without_a_pin_get_their_address_from_metallb() -> None:
+    # No address from the program: each control plane's Service names the pool and MetalLB
+    # assigns one (components/lab_network.py has the upstream trace).
     result = _probe("lab", preview=False)
     assert result["error"] is None
-    assert result["addresses"] == ["172.18.255.253", "172.18.255.244"]
+    assert result["addresses"] == [None, None]
+    assert result["address_pool"] == METALLB_POOL_NAME
+    assert _probe("prod", preview=False)["address_pool"] is None
 
 
-def test_lab_tenant_addresses_are_unknown_in_preview_and_evaluate() -> None:
-    result = _probe("lab", preview=True)
+def test_lab_pinned_address_is_unknown_in_preview_and_checked_at_evaluate() -> None:
+    config = _lab_config()
+    config["gpu-platform:platform"]["tenants"][1]["controlPlane"] = {"address": "172.18.255.250"}
+    result = _probe("lab", preview=True, config=config)
     assert result["error"] is None
-    assert result["addresses"] == ["<unknown>", "<unknown>"]
+    assert result["addresses"] == [None, "<unknown>"]
 
 
-def test_lab_tenant_may_request_an_address_from_the_pool() -> None:
+def test_lab_tenant_may_pin_an_address_from_the_pool() -> None:
     config = _lab_config()
     config["gpu-platform:platform"]["tenants"][1]["controlPlane"] = {"address": "172.18.255.250"}
     result = _probe("lab", preview=False, config=config)
-    assert result["addresses"] == ["172.18.255.253", "172.18.255.250"]
+    assert result["addresses"] == [None, "172.18.255.250"]
 
 
 def test_lab_tenant_requesting_an_address_outside_the_pool_fails() -> None:

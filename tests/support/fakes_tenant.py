@@ -8,23 +8,63 @@ and ``super-admin.conf``, which both stacks read; a read of the Cluster API
 ``<cluster>-kubeconfig`` key ``value`` is answered too). Preview answers
 nothing, so the kubeconfig stays unknown as in ``pulumi preview`` before the control plane
 exists.
+
+A lab TenantControlPlane is answered as Kamaji and MetalLB leave it: its address is
+``networkProfile.address`` when pinned, else the lowest free address of the MetalLB pool its
+Service names (metallb/metallb@v0.16.1 internal/allocator/allocator.go:709-726 walks the pool's
+ranges upwards and skips held addresses), in ``status.controlPlaneEndpoint``
+(clastix/kamaji@26.8.2-edge internal/resources/k8s_service_resource.go:56-60) and as the server of
+its kubeconfigs (internal/resources/kubeadm_config.go:99, kubeconfig.go:216). The pool is the one
+the program registered (``IPAddressPool``, which every control plane depends on, so it is seen
+first). The order of allocation is the order of registration here; MetalLB's is whatever order it
+converges the Services in, so tests must not read stickiness out of these addresses.
 """
 
 from __future__ import annotations
 
 import base64
+import ipaddress
 from typing import Any
 
 from pulumi.runtime.mocks import MockResourceArgs
 
 SECRET_TYPE = "kubernetes:core/v1:Secret"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
+POOL_TYPE = "kubernetes:metallb.io/v1beta1:IPAddressPool"
+TCP_TYPE = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 FAKE_SERVER = "https://{tenant}.tenant.invalid:6443"
+POOL_ANNOTATION = "metallb.io/address-pool"
+
+# This evaluation's MetalLB: pool name -> its addresses, ascending; namespace/name -> address.
+_POOLS: dict[str, list[str]] = {}
+_ASSIGNED: dict[str, str] = {}
 
 
-def placeholder_kubeconfig(tenant: str, user: str = "admin") -> str:
+def _pool_addresses(ranges: list[str]) -> list[str]:
+    addresses: list[int] = []
+    for entry in ranges:
+        first, _, last = entry.partition("-")
+        start = int(ipaddress.IPv4Address(first))
+        addresses += range(start, int(ipaddress.IPv4Address(last or first)) + 1)
+    return [str(ipaddress.IPv4Address(value)) for value in sorted(addresses)]
+
+
+def _control_plane_address(args: MockResourceArgs) -> str | None:
+    """What Kamaji puts into ``status.controlPlaneEndpoint`` (without the port)."""
+    spec = args.inputs.get("spec") or {}
+    pinned = (spec.get("networkProfile") or {}).get("address")
+    if pinned:
+        return str(pinned)
+    service = (spec.get("controlPlane") or {}).get("service") or {}
+    annotations = (service.get("additionalMetadata") or {}).get("annotations") or {}
+    held = set(_ASSIGNED.values())
+    free = [a for a in _POOLS.get(annotations.get(POOL_ANNOTATION, ""), []) if a not in held]
+    return free[0] if free else None
+
+
+def placeholder_kubeconfig(tenant: str, user: str = "admin", server: str | None = None) -> str:
     """A syntactically valid kubeconfig that reaches nothing."""
-    server = FAKE_SERVER.format(tenant=tenant)
+    server = server or FAKE_SERVER.format(tenant=tenant)
     return (
         "apiVersion: v1\n"
         "kind: Config\n"
@@ -51,6 +91,20 @@ def _encoded(text: str) -> str:
 
 
 def fake_outputs(args: MockResourceArgs, preview: bool) -> dict[str, Any] | None:
+    if args.typ == POOL_TYPE and not preview:
+        metadata = args.inputs.get("metadata") or {}
+        _POOLS[str(metadata.get("name"))] = _pool_addresses(
+            list((args.inputs.get("spec") or {}).get("addresses") or [])
+        )
+        return None
+    if args.typ == TCP_TYPE:
+        metadata = args.inputs.get("metadata") or {}
+        address = None if preview else _control_plane_address(args)
+        if address is None:
+            return None
+        _ASSIGNED[f"{metadata.get('namespace')}/{metadata.get('name')}"] = address
+        port = ((args.inputs.get("spec") or {}).get("networkProfile") or {}).get("port", 6443)
+        return {"status": {"controlPlaneEndpoint": f"{address}:{int(port)}"}}
     if args.typ == NAMESPACE_TYPE and args.resource_id:
         # An adopted namespace (managementNamespace.existing) exists before the program runs,
         # so its read answers in preview too.
@@ -67,16 +121,23 @@ def fake_outputs(args: MockResourceArgs, preview: bool) -> dict[str, Any] | None
         return None
     if preview:
         return {}
+    control_plane = f"{namespace}/{secret.removesuffix('-admin-kubeconfig')}"
+    assigned = _ASSIGNED.get(control_plane) if key == "admin.conf" else None
+    server = f"https://{assigned}:6443" if assigned else None
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": secret, "namespace": namespace},
         "type": "Opaque",
         "data": {
-            key: _encoded(placeholder_kubeconfig(namespace)),
+            key: _encoded(placeholder_kubeconfig(namespace, server=server)),
             # Kamaji's admin Secret also holds super-admin.conf (system:masters).
             **(
-                {"super-admin.conf": _encoded(placeholder_kubeconfig(namespace, "super-admin"))}
+                {
+                    "super-admin.conf": _encoded(
+                        placeholder_kubeconfig(namespace, "super-admin", server)
+                    )
+                }
                 if key == "admin.conf"
                 else {}
             ),

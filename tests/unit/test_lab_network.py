@@ -1,28 +1,26 @@
-"""MetalLB pool carving from ``docker network inspect`` output and tenant address assignment.
+"""MetalLB pool carving from ``docker network inspect`` output and the checks of pinned tenant
+addresses (unpinned tenants get theirs from MetalLB, see tests/program/test_lab_addresses.py).
 
-Expected addresses are written out by hand from the subnet arithmetic (and, for tenants, from a
-sha256 computed here), never computed by the code under test.
+Expected addresses are written out by hand from the subnet arithmetic, never computed by the code
+under test.
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import json
-import random
 
 import pytest
 
 from components.lab.network import (
     LabNetworkError,
     address_ranges,
-    assign_tenant_addresses,
     carve_pool,
     check_pool_size,
     ipv4_subnet,
     metallb_pool,
-    slot_collisions,
-    tenant_slot,
+    pinned_address,
+    pinned_address_problems,
 )
 from tests.support.fakes_management import fake_network_inspect
 
@@ -142,107 +140,31 @@ def test_address_ranges_collapse_consecutive_addresses() -> None:
 
 POOL = ["172.18.255.252", "172.18.255.253", "172.18.255.254"]
 # A 16-address pool, ascending, as carve_pool gives it for 172.18.0.0/16: .239 to .254.
-POOL16 = [f"172.18.255.{last}" for last in range(239, 255)]
 
 
-def by_hand(name: str, pool: list[str]) -> str:
-    """The address a name gets, computed here: sha256's first 8 bytes, big-endian, modulo the
-    pool size, counted down from the pool's highest address."""
-    slot = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") % len(pool)
-    return sorted(pool, key=lambda a: int(ipaddress.IPv4Address(a)), reverse=True)[slot]
+def test_a_pinned_address_in_the_pool_is_kept() -> None:
+    assert pinned_address(POOL, 1, "tenant-b", "172.18.255.253") == "172.18.255.253"
 
 
-def names_without_clashes(count: int, pool: list[str]) -> list[str]:
-    """``count`` tenant names whose hashed addresses differ (found by trying, here)."""
-    names: list[str] = []
-    taken: set[str] = set()
-    for candidate in (f"team-{i}" for i in range(10_000)):
-        if by_hand(candidate, pool) not in taken:
-            names.append(candidate)
-            taken.add(by_hand(candidate, pool))
-        if len(names) == count:
-            return names
-    raise AssertionError("no names found")
+def test_a_pinned_address_outside_the_pool_is_refused_in_one_line() -> None:
+    with pytest.raises(LabNetworkError) as error:
+        pinned_address(POOL, 0, "tenant-a", "10.9.9.9")
+    message = str(error.value)
+    assert "tenants[0].controlPlane.address 10.9.9.9 (tenant-a)" in message
+    assert "172.18.255.252-172.18.255.254" in message
+    assert "\n" not in message
 
 
-def test_a_tenant_gets_the_address_its_name_hashes_to() -> None:
-    for name in ("tenant-a", "tenant-b", "team-vision"):
-        assert assign_tenant_addresses(POOL16, [(name, None)]) == {name: by_hand(name, POOL16)}
-    # The shipped lab's two tenants, by hand: sha256("tenant-a") -> 1, ("tenant-b") -> 10.
-    assert tenant_slot("tenant-a", 16) == 1
-    assert tenant_slot("tenant-b", 16) == 10
-    assert assign_tenant_addresses(POOL16, [("tenant-a", None), ("tenant-b", None)]) == {
-        "tenant-a": "172.18.255.253",
-        "tenant-b": "172.18.255.244",
-    }
-
-
-def test_reversing_the_tenant_list_moves_no_address() -> None:
-    tenants = [(name, None) for name in names_without_clashes(6, POOL16)]
-    assert assign_tenant_addresses(POOL16, tenants) == assign_tenant_addresses(
-        POOL16, list(reversed(tenants))
+def test_an_address_pinned_twice_is_found_before_the_pool_exists() -> None:
+    problems = pinned_address_problems(
+        [("a", "172.18.255.250"), ("b", None), ("c", "172.18.255.250"), ("d", "172.18.255.251")]
     )
-    shuffled = list(tenants)
-    random.Random(7).shuffle(shuffled)
-    assert assign_tenant_addresses(POOL16, shuffled) == assign_tenant_addresses(POOL16, tenants)
-
-
-def test_inserting_or_removing_a_tenant_moves_no_other_address() -> None:
-    names = names_without_clashes(6, POOL16)
-    before = assign_tenant_addresses(POOL16, [(name, None) for name in names[:5]])
-    inserted = [(name, None) for name in [names[5], *names[:5]]]
-    after_insert = assign_tenant_addresses(POOL16, inserted)
-    assert {k: after_insert[k] for k in before} == before
-    removed = [(name, None) for name in names[1:5]]
-    after_remove = assign_tenant_addresses(POOL16, removed)
-    assert after_remove == {k: v for k, v in before.items() if k != names[0]}
-
-
-def test_a_requested_address_is_honoured_wherever_the_tenant_is() -> None:
-    name = "tenant-b"
-    free = next(a for a in POOL16 if a not in {by_hand("tenant-a", POOL16), by_hand(name, POOL16)})
-    for tenants in ([("tenant-a", None), (name, free)], [(name, free), ("tenant-a", None)]):
-        assert assign_tenant_addresses(POOL16, tenants) == {
-            "tenant-a": by_hand("tenant-a", POOL16),
-            name: free,
-        }
-
-
-def test_requested_address_outside_the_pool_is_refused() -> None:
-    with pytest.raises(LabNetworkError, match=r"tenants\[0\].controlPlane.address 10.9.9.9"):
-        assign_tenant_addresses(POOL, [("tenant-a", "10.9.9.9")])
-
-
-def test_two_tenants_never_share_an_address() -> None:
-    with pytest.raises(LabNetworkError, match="both request"):
-        assign_tenant_addresses(POOL, [("a", "172.18.255.253"), ("b", "172.18.255.253")])
-    # tenant-b would get its hashed address, which tenant-a requests explicitly: refused, in
-    # either order, naming both.
-    taken = by_hand("tenant-b", POOL16)
-    for tenants in (
-        [("tenant-a", taken), ("tenant-b", None)],
-        [("tenant-b", None), ("tenant-a", taken)],
-    ):
-        with pytest.raises(LabNetworkError) as error:
-            assign_tenant_addresses(POOL16, tenants)
-        assert "tenant-a" in str(error.value)
-        assert "tenant-b" in str(error.value)
-        assert "controlPlane.address" in str(error.value)
-
-
-def test_names_that_hash_to_one_address_are_found_before_the_pool_exists() -> None:
-    first = "team-0"
-    clash = next(
-        f"team-{i}"
-        for i in range(1, 10_000)
-        if by_hand(f"team-{i}", POOL16) == by_hand(first, POOL16)
-    )
-    problems = slot_collisions([(first, None), ("x", "172.18.255.250"), (clash, None)], 16)
     assert len(problems) == 1
-    assert f"tenants[0] ({first}) and tenants[2] ({clash})" in problems[0]
-    assert "set tenants[2].controlPlane.address" in problems[0]
-    # A fixed address for one of them settles it.
-    assert slot_collisions([(first, None), (clash, "172.18.255.250")], 16) == []
+    assert (
+        "tenants[0] (a) and tenants[2] (c) both pin controlPlane.address 172.18.255.250"
+        in (problems[0])
+    )
+    assert pinned_address_problems([("a", None), ("b", None), ("c", "172.18.255.250")]) == []
 
 
 def test_pool_size_check_before_the_pool_exists() -> None:

@@ -28,6 +28,7 @@ from components.tenant_specs import (
     gpu_limits,
     infrastructure_cluster,
     kamaji_control_plane,
+    kubeconfig_address,
     kubeconfig_server,
     namespaces_to_create,
     network_policies,
@@ -93,6 +94,29 @@ def test_tenant_control_plane_pins_its_load_balancer_address() -> None:
     unpinned = _tcp(address=None)["spec"]
     assert "address" not in unpinned["networkProfile"]
     assert "additionalMetadata" not in unpinned["controlPlane"]["service"]
+
+
+def test_an_unpinned_control_plane_names_the_pool_metallb_assigns_from() -> None:
+    def tcp(address: str | None) -> dict[str, Any]:
+        return tenant_control_plane(
+            TENANT_A,
+            namespace="tenant-a",
+            kubernetes_version="v1.35.0",
+            address=address,
+            address_pool="gpu-platform-lab",
+        )
+
+    unpinned = tcp(None)["spec"]
+    assert "address" not in unpinned["networkProfile"]
+    assert unpinned["controlPlane"]["service"]["additionalMetadata"]["annotations"] == {
+        "metallb.io/address-pool": "gpu-platform-lab"
+    }
+    # A pin wins: the Service asks for that one address, not for the pool.
+    pinned = tcp("172.18.255.254")["spec"]
+    assert pinned["networkProfile"]["address"] == "172.18.255.254"
+    assert pinned["controlPlane"]["service"]["additionalMetadata"]["annotations"] == {
+        "metallb.io/loadBalancerIPs": "172.18.255.254"
+    }
 
 
 def test_tenant_control_plane_network_and_kubelet() -> None:
@@ -531,6 +555,7 @@ def test_kubeconfig_is_decoded_from_the_secret_data() -> None:
 
 def test_kubeconfig_server_follows_the_current_context() -> None:
     assert kubeconfig_server(KUBECONFIG) == "https://172.18.255.200:6443"
+    assert kubeconfig_address(KUBECONFIG) == "172.18.255.200"
     with pytest.raises(ValueError, match="no API server"):
         kubeconfig_server("apiVersion: v1\nkind: Config\nclusters: []\n")
 
