@@ -124,7 +124,7 @@ versions: venv ## Print every pinned upstream version
 	$(BIN)/python -m components.versions
 
 .PHONY: bench
-bench: venv ## Evaluation cost, critical path and control-plane footprint (see README)
+bench: venv ## Evaluation cost, critical path and control-plane footprint (docs/benchmark.md)
 	$(BIN)/python -m benchmarks
 
 .PHONY: kamaji-chart
@@ -140,8 +140,8 @@ fetch-upstream: charts ## charts, plus the upstream data files the contract test
 	bash scripts/fetch-upstream.sh .upstream
 
 .PHONY: docs
-docs: venv ## Regenerate README.md's configuration reference from the pydantic models
-	$(BIN)/python -m components.config_reference --write README.md
+docs: venv ## Regenerate docs/configuration.md's reference from the pydantic models
+	$(BIN)/python -m components.config_reference --write docs/configuration.md
 
 .PHONY: integration
 integration: venv ## Opt-in, ~15 min: up -> acceptance -> destroy of the lab through the Automation API

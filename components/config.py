@@ -55,7 +55,7 @@ _FIXES = MappingProxyType(
         "int_from_float": "write a whole number",
         "string_type": "write a string (quote it in YAML)",
         "bool_parsing": "write true or false",
-        "string_pattern_mismatch": "see this key in the README's configuration reference",
+        "string_pattern_mismatch": "see this key in docs/configuration.md",
     }
 )
 

@@ -1,7 +1,7 @@
 """The configuration reference, generated from the pydantic models.
 
-``python -m components.config_reference`` prints the Markdown table that README.md carries;
-``tests/unit/test_readme.py`` checks that the README's table lists exactly the models' keys.
+``python -m components.config_reference`` prints the Markdown table that docs/configuration.md
+carries; ``tests/unit/test_readme.py`` checks that the page's table lists exactly the models' keys.
 """
 
 from __future__ import annotations
@@ -96,15 +96,16 @@ START = "<!-- config-reference:start -->"
 END = "<!-- config-reference:end -->"
 
 
-def with_reference(readme: str) -> str:
-    """The README text with the generated table between the markers."""
-    head, _, rest = readme.partition(START)
+def with_reference(page: str) -> str:
+    """The page's text with the generated table between the markers."""
+    head, _, rest = page.partition(START)
     _, _, tail = rest.partition(END)
     return f"{head}{START}\n{markdown_table()}\n{END}{tail}"
 
 
 def main(argv: list[str]) -> None:
-    """Print the table, or with ``--write README.md`` put it between the README's markers."""
+    """Print the table, or with ``--write docs/configuration.md`` put it between that page's
+    markers."""
     if len(argv) == 3 and argv[1] == "--write":
         path = Path(argv[2])
         path.write_text(with_reference(path.read_text()))

@@ -1,4 +1,5 @@
-"""The README's commands work from a fresh clone: what `make -n` says each target would run.
+"""The documented commands (README, docs/lab.md) work from a fresh clone: what `make -n` says
+each target would run.
 
 ``make -n`` prints the recipes without running them, so these tests need GNU make but no venv,
 no Pulumi CLI and no network. ``-B`` treats every file target as out of date (what a fresh clone

@@ -296,10 +296,12 @@ def test_a_bad_threshold_fails_in_one_line_naming_the_variable(value: str) -> No
 
 
 def _quick_start() -> str:
+    """The README's Quick start and what docs/lab.md says before the first run."""
     from tests.support.harness import REPO_ROOT
 
     text = (REPO_ROOT / "README.md").read_text().split("## Quick start", 1)[1]
-    return text.split("\n## ", 1)[0]
+    lab = (REPO_ROOT / "docs" / "lab.md").read_text().split("## Before the first run", 1)[1]
+    return text.split("\n## ", 1)[0] + "\n" + lab.split("\n## ", 1)[0]
 
 
 def test_the_quick_start_raises_the_inotify_limit_before_the_first_make_lab() -> None:

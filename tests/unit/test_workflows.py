@@ -498,8 +498,7 @@ def test_the_nightly_e2e_previews_the_deployed_lab_with_the_pack_expecting_no_ch
 def test_the_readme_names_the_prod_runner_variable_and_what_that_runner_must_reach() -> None:
     runs_on = _load("preview.yml")["jobs"]["preview"]["runs-on"]
     variable = re.search(r"vars\.(\w+)", runs_on).group(1)  # type: ignore[union-attr]
-    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
-    testing = readme.split("## Testing: what is verified where", 1)[1]
+    testing = " ".join((REPO_ROOT / "docs" / "testing.md").read_text().split())
     at = testing.index(f"repository variable `{variable}`")
     nearby = testing[at : at + 600]
     assert "must reach the management cluster's API server" in nearby
