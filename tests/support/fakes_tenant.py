@@ -16,8 +16,10 @@ ranges upwards and skips held addresses), in ``status.controlPlaneEndpoint``
 (clastix/kamaji@26.8.2-edge internal/resources/k8s_service_resource.go:56-60) and as the server of
 its kubeconfigs (internal/resources/kubeadm_config.go:99, kubeconfig.go:216). The pool is the one
 the program registered (``IPAddressPool``, which every control plane depends on, so it is seen
-first). The order of allocation is the order of registration here; MetalLB's is whatever order it
-converges the Services in, so tests must not read stickiness out of these addresses.
+first). Unpinned control planes take the free addresses in the order of the stack's tenants
+list, whatever order the registrations arrive in (they race), so one stack always evaluates to
+the same addresses; MetalLB's order is whatever order it converges the Services in, so tests must
+not read stickiness out of these addresses.
 """
 
 from __future__ import annotations
@@ -57,9 +59,33 @@ def _control_plane_address(args: MockResourceArgs) -> str | None:
         return str(pinned)
     service = (spec.get("controlPlane") or {}).get("service") or {}
     annotations = (service.get("additionalMetadata") or {}).get("annotations") or {}
+    pool = _POOLS.get(annotations.get(POOL_ANNOTATION, ""), [])
+    name = str((args.inputs.get("metadata") or {}).get("name"))
+    tenants = _configured_tenants()
+    if name in tenants:
+        pins = {address for address in tenants.values() if address}
+        free = [address for address in pool if address not in pins]
+        unpinned = [tenant for tenant, address in tenants.items() if not address]
+        index = unpinned.index(name)
+        return free[index] if index < len(free) else None
     held = set(_ASSIGNED.values())
-    free = [a for a in _POOLS.get(annotations.get(POOL_ANNOTATION, ""), []) if a not in held]
+    free = [a for a in pool if a not in held]
     return free[0] if free else None
+
+
+def _configured_tenants() -> dict[str, str | None]:
+    """Tenant name -> pinned ``controlPlane.address`` (or None), in the stack's order."""
+    import pulumi
+
+    platform = pulumi.Config("gpu-platform").get_object("platform") or {}
+    tenants = platform.get("tenants") if isinstance(platform, dict) else None
+    if not isinstance(tenants, list):
+        return {}
+    return {
+        str(tenant.get("name")): (tenant.get("controlPlane") or {}).get("address")
+        for tenant in tenants
+        if isinstance(tenant, dict)
+    }
 
 
 def placeholder_kubeconfig(tenant: str, user: str = "admin", server: str | None = None) -> str:
