@@ -59,7 +59,9 @@ def build_tenant(
 def main() -> None:
     stack = load_stack()
     platform = stack.platform
-    management = ManagementCluster("management", ManagementClusterArgs(platform=platform))
+    management = ManagementCluster(
+        "management", ManagementClusterArgs(platform=platform, substrate=stack.substrate)
+    )
     built = {
         tenant_config.name: build_tenant(stack, tenant_config, management)
         for tenant_config in platform.tenants

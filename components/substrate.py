@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_command import local
 
+from components.scripts import read_script
 from components.tenant_specs import decode_kubeconfig
 
 if TYPE_CHECKING:
@@ -273,6 +276,132 @@ class PoolSite:
         )
 
 
+BASH = ("/bin/bash", "-c")
+# Read-only commands and readiness gates have nothing to undo on delete.
+NOTHING_TO_DELETE = "true"
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """How the program reaches the management cluster: what an environment returns for it."""
+
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+    teardown_root: pulumi.Resource | None
+    """Deleting it deletes every object in the cluster (lab: the kind cluster); None for a
+    cluster the program does not own (prod)."""
+    kind_network: pulumi.Output[str] | None = None
+    lb_pool: pulumi.Output[list[str]] | None = None
+    tenant_address_pool: str | None = None
+    """The MetalLB IPAddressPool an unpinned tenant's control-plane Service names
+    (``metallb.io/address-pool``); None where the load balancer needs no such choice."""
+
+
+@dataclass(frozen=True)
+class ManagementSite:
+    """The management cluster being built, once reachable: every Kubernetes object on the
+    management provider, explicitly, and (lab) deleted with the kind cluster on destroy
+    (deleting them one by one first would only wait on finalizers whose controllers are being
+    removed)."""
+
+    name: str
+    platform: PlatformConfig
+    component: pulumi.Resource
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+    teardown_root: pulumi.Resource | None
+
+    def k8s_opts(self, depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(
+            parent=self.component,
+            provider=self.provider,
+            depends_on=list(depends_on),
+            deleted_with=self.teardown_root,
+        )
+
+    def namespace(self, namespace: str) -> k8s.core.v1.Namespace:
+        return k8s.core.v1.Namespace(
+            f"{self.name}-ns-{namespace}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace),
+            opts=self.k8s_opts(),
+        )
+
+    def release(
+        self,
+        release: str,
+        chart: HelmChart | Path,
+        namespace: str,
+        values: Mapping[str, Any],
+        depends_on: Sequence[pulumi.Resource] = (),
+        timeout: int = 600,
+    ) -> k8s.helm.v3.Release:
+        """A pinned chart — from its repository by version, or a local chart directory pinned by
+        content — in its own namespace (a Namespace object, so destroy removes it), awaited
+        until its workloads are ready."""
+        ns = self.namespace(namespace)
+        if isinstance(chart, Path):
+            source: dict[str, Any] = {"chart": str(chart)}
+        else:
+            source = {
+                "chart": chart.chart,
+                "version": chart.version,
+                "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+            }
+        return k8s.helm.v3.Release(
+            f"{self.name}-{release}",
+            k8s.helm.v3.ReleaseArgs(
+                name=release,
+                **source,
+                namespace=ns.metadata.name,
+                values=dict(values),
+                skip_await=False,
+                wait_for_jobs=True,
+                timeout=timeout,
+            ),
+            opts=self.k8s_opts(depends_on),
+        )
+
+    def custom_resource(
+        self,
+        suffix: str,
+        manifest: Mapping[str, Any],
+        depends_on: Sequence[pulumi.Resource],
+        spec: pulumi.Input[Mapping[str, Any]] | None = None,
+    ) -> k8s.apiextensions.CustomResource:
+        """A custom resource from a manifest built by a pure builder; ``spec`` replaces the
+        manifest's when it depends on deploy-time data (the MetalLB pool's addresses)."""
+        return k8s.apiextensions.CustomResource(
+            f"{self.name}-{suffix}",
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=manifest["metadata"],
+            spec=manifest["spec"] if spec is None else spec,
+            opts=self.k8s_opts(depends_on),
+        )
+
+    def gate(
+        self,
+        suffix: str,
+        environment: pulumi.Input[Mapping[str, str]],
+        depends_on: Sequence[pulumi.Resource],
+        script: str = "wait-ready.sh",
+    ) -> local.Command:
+        """A readiness gate: ``script`` (``wait-ready.sh`` unless named) with the management
+        kubeconfig (secret, written to a private temp file by the script). It re-runs only when
+        its parameters change."""
+        env: pulumi.Output[dict[str, str]] = pulumi.Output.all(
+            pulumi.Output.from_input(environment), self.kubeconfig
+        ).apply(lambda parts: {**parts[0], "KUBECONFIG_CONTENT": parts[1]})
+        return local.Command(
+            f"{self.name}-{suffix}",
+            create=read_script("management", script),
+            delete=NOTHING_TO_DELETE,
+            interpreter=list(BASH),
+            environment=env,  # secret: it carries the (secret) kubeconfig
+            opts=pulumi.ResourceOptions(parent=self.component, depends_on=list(depends_on)),
+        )
+
+
 # --------------------------------------------------------------------------- the interface
 
 
@@ -282,6 +411,45 @@ class Substrate(Protocol):
     @property
     def name(self) -> str:
         """``lab`` or ``prod``: for messages, never for decisions."""
+        ...
+
+    # ----- the management cluster
+
+    def check_before_registration(self, platform: PlatformConfig) -> None:
+        """What must hold of this machine or the cluster before anything is registered (lab:
+        the host preflight; prod: the adopted namespaces exist); raises a one-line RunError."""
+        ...
+
+    def management_cluster(
+        self, name: str, platform: PlatformConfig, component: pulumi.Resource
+    ) -> ClusterAccess:
+        """Make (lab) or reach (prod) the management cluster."""
+        ...
+
+    def installs_cert_manager(self, platform: PlatformConfig) -> bool:
+        """Whether the program installs cert-manager, or adopts the cluster's own."""
+        ...
+
+    def deploys_default_datastore(self, platform: PlatformConfig) -> bool:
+        """Whether Kamaji's bundled etcd runs as the DataStore ``default``."""
+        ...
+
+    def management_services(
+        self,
+        site: ManagementSite,
+        access: ClusterAccess,
+        cert_manager: pulumi.Resource,
+        kamaji_ready: pulumi.Resource,
+    ) -> list[pulumi.Resource]:
+        """What the environment runs in the management cluster besides cert-manager and Kamaji
+        (lab: MetalLB and its pool; prod: Cluster API), as what tenants must wait for."""
+        ...
+
+    def pinned_tenant_address(
+        self, platform: PlatformConfig, access: ClusterAccess, tenant_name: str
+    ) -> pulumi.Output[str] | None:
+        """The address pinned for a tenant's control plane (checked against the environment's
+        pool), or None when the load balancer assigns one."""
         ...
 
     # ----- a tenant

@@ -8,9 +8,20 @@ from dataclasses import dataclass
 import pulumi
 
 from components.config import PlatformConfig
+from components.lab import management as lab_management
+from components.lab import network as lab_network
+from components.lab import preflight
 from components.lab import tenant as lab_tenant
 from components.lab.workers import lab_workers
-from components.substrate import ControlPlaneParts, InsideTenant, PoolParts, PoolSite, TenantSite
+from components.substrate import (
+    ClusterAccess,
+    ControlPlaneParts,
+    InsideTenant,
+    ManagementSite,
+    PoolParts,
+    PoolSite,
+    TenantSite,
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +33,41 @@ class LabSubstrate:
     tenant_system_namespaces: tuple[str, ...] = ()
     # A lab torn down by hand (kind cluster deleted) must still be destroyable.
     tenant_provider_deletes_unreachable: bool = True
+
+    def check_before_registration(self, platform: PlatformConfig) -> None:
+        # A host that cannot run the lab fails here, with every problem listed. Skipped in
+        # preview and with GPU_PLATFORM_SKIP_PREFLIGHT=1.
+        dry_run = pulumi.runtime.is_dry_run()
+        if preflight.check_lab_host(dry_run, kind_cluster=platform.kind.cluster_name):
+            pulumi.log.info("lab host preflight passed")
+        lab_network.check_pool_size(platform.kind.metallb_pool_size, len(platform.tenants))
+
+    def management_cluster(
+        self, name: str, platform: PlatformConfig, component: pulumi.Resource
+    ) -> ClusterAccess:
+        return lab_management.kind_cluster(name, platform, component)
+
+    def installs_cert_manager(self, platform: PlatformConfig) -> bool:
+        return True
+
+    def deploys_default_datastore(self, platform: PlatformConfig) -> bool:
+        return True
+
+    def management_services(
+        self,
+        site: ManagementSite,
+        access: ClusterAccess,
+        cert_manager: pulumi.Resource,
+        kamaji_ready: pulumi.Resource,
+    ) -> list[pulumi.Resource]:
+        if access.lb_pool is None:  # the kind cluster's access always carries its pool
+            raise ValueError("the lab's management cluster has no MetalLB pool")
+        return lab_management.metallb(site, access.lb_pool)
+
+    def pinned_tenant_address(
+        self, platform: PlatformConfig, access: ClusterAccess, tenant_name: str
+    ) -> pulumi.Output[str] | None:
+        return lab_management.pinned_tenant_address(platform, access, tenant_name)
 
     def default_device_mode(self) -> str:
         return "mock"

@@ -8,9 +8,19 @@ from dataclasses import dataclass
 import pulumi
 
 from components.config import PlatformConfig
+from components.prod import cluster_checks
+from components.prod import management as prod_management
 from components.prod import tenant as prod_tenant
 from components.prod.machines import cluster_api_machines
-from components.substrate import ControlPlaneParts, InsideTenant, PoolParts, PoolSite, TenantSite
+from components.substrate import (
+    ClusterAccess,
+    ControlPlaneParts,
+    InsideTenant,
+    ManagementSite,
+    PoolParts,
+    PoolSite,
+    TenantSite,
+)
 from components.tenant_values import GPU_OPERATOR_NAMESPACE
 
 
@@ -24,6 +34,40 @@ class ProdSubstrate:
     # which waits on the toolkit.
     tenant_system_namespaces: tuple[str, ...] = (GPU_OPERATOR_NAMESPACE,)
     tenant_provider_deletes_unreachable: bool = False
+
+    def check_before_registration(self, platform: PlatformConfig) -> None:
+        if platform.adopted_namespaces:
+            # In preview too: a tenant namespace to adopt that does not exist fails here as one
+            # line naming its key, not as the engine's read error.
+            cluster_checks.check_adopted_namespaces(
+                platform.adopted_namespaces,
+                pulumi.Config().get(platform.existing.kubeconfig_config_key),
+            )
+
+    def management_cluster(
+        self, name: str, platform: PlatformConfig, component: pulumi.Resource
+    ) -> ClusterAccess:
+        return prod_management.existing_cluster(name, platform, component)
+
+    def installs_cert_manager(self, platform: PlatformConfig) -> bool:
+        return platform.existing.installs_cert_manager
+
+    def deploys_default_datastore(self, platform: PlatformConfig) -> bool:
+        return platform.existing.kamaji_etcd
+
+    def management_services(
+        self,
+        site: ManagementSite,
+        access: ClusterAccess,
+        cert_manager: pulumi.Resource,
+        kamaji_ready: pulumi.Resource,
+    ) -> list[pulumi.Resource]:
+        return prod_management.cluster_api(site, cert_manager, kamaji_ready)
+
+    def pinned_tenant_address(
+        self, platform: PlatformConfig, access: ClusterAccess, tenant_name: str
+    ) -> pulumi.Output[str] | None:
+        return prod_management.pinned_tenant_address(platform, tenant_name)
 
     def default_device_mode(self) -> str:
         return "nvidia"

@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "feaf4bd16e71594e8bd15adb88ee88dac7feb753"
+BASELINE = "af08c42f6512cfe1d924979aa1647d2dc470fc52"
 
 
 def _has_commit(commit: str) -> bool:

@@ -110,10 +110,12 @@ outputs = []
 management_ref = []
 
 def program():
-    from components.config import load_platform_config
     from components.management_cluster import ManagementCluster, ManagementClusterArgs
-    platform = load_platform_config()
-    management = ManagementCluster("management", ManagementClusterArgs(platform=platform))
+    from components.stack import load_stack
+    stack = load_stack()
+    platform = stack.platform
+    management = ManagementCluster(
+        "management", ManagementClusterArgs(platform=platform, substrate=stack.substrate))
     management_ref.append(management)
     outputs.extend(management.tenant_address(t.name) for t in platform.tenants)
 
