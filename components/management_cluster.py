@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -268,7 +267,7 @@ class ManagementCluster(pulumi.ComponentResource):
         )
         kamaji = self._release(
             KAMAJI_RELEASE,
-            chart_cache.kamaji_chart_dir(),
+            chart_cache.kamaji_chart_input(),
             KAMAJI_NAMESPACE,
             kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=deploy_etcd),
             depends_on=[cert_manager],
@@ -302,18 +301,19 @@ class ManagementCluster(pulumi.ComponentResource):
     def _release(
         self,
         release: str,
-        chart: HelmChart | Path,
+        chart: HelmChart | str,
         namespace: str,
         values: Mapping[str, Any],
         depends_on: Sequence[pulumi.Resource] = (),
         timeout: int = 600,
     ) -> k8s.helm.v3.Release:
         """A pinned chart — from its repository by version, or a local chart directory pinned by
-        content — in its own namespace (a Namespace object, so destroy removes it), awaited
-        until its workloads are ready."""
+        content, given as a project-relative path (``chart_cache.kamaji_chart_input``: the same
+        input on every machine) — in its own namespace (a Namespace object, so destroy removes
+        it), awaited until its workloads are ready."""
         ns = self._namespace(namespace)
-        if isinstance(chart, Path):
-            source: dict[str, Any] = {"chart": str(chart)}
+        if isinstance(chart, str):
+            source: dict[str, Any] = {"chart": chart}
         else:
             source = {
                 "chart": chart.chart,
