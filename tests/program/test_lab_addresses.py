@@ -18,7 +18,7 @@ def addresses(recording: Recording) -> dict[str, Any]:
     """tenant -> its TenantControlPlane's networkProfile.address and MetalLB annotation."""
     assert recording.error is None, recording.error
     found = {}
-    for reg in recording.of_type(TCP):
+    for reg in (r for r in recording.of_type(TCP) if not r.read):
         spec = reg.inputs["spec"]
         annotations = spec["controlPlane"]["service"]["additionalMetadata"]["annotations"]
         found[reg.inputs["metadata"]["name"]] = (

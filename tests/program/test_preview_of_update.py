@@ -54,6 +54,28 @@ def test_a_preview_of_the_unchanged_stack_plans_no_change(
     assert UNKNOWN not in _identifiers(preview).values()
 
 
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_an_in_place_control_plane_update_replaces_no_tenant_provider(
+    stack: str, recordings: Callable[[str, bool], Recording]
+) -> None:
+    """A control-plane change the API server applies in place (the API server's requests) is an
+    update whose preview outputs carry no uid: the identifier must still be the deployed one, so
+    nothing inside the tenant is planned for replacement."""
+    deployed = recordings(stack, False)
+    config = copy.deepcopy(load_stack_config(stack))
+    tenant = config[PLATFORM]["tenants"][0]
+    tenant.setdefault("controlPlane", {})["resources"] = {
+        "apiServer": {"requests": {"cpu": "500m", "memory": "1Gi"}}
+    }
+    preview = evaluate(stack, True, config=config, prior=deployed)
+    assert preview.error is None, preview.error
+    control_plane = preview.named(f"{tenant['name']}-control-plane")
+    assert control_plane.type == CONTROL_PLANE_TYPES[stack]
+    assert control_plane.step == "update"
+    assert [r.name for r in preview.resources if r.step == "replace"] == []
+    assert _identifiers(preview) == _identifiers(deployed)
+
+
 def test_the_harness_plans_a_new_management_cluster_as_a_replacement_of_everything_in_it(
     recordings: Callable[[str, bool], Recording],
 ) -> None:
