@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,3 +96,16 @@ def test_the_harness_plans_a_new_management_cluster_as_a_replacement_of_everythi
     assert steps["tenant-a-provider"] == "replace"
     assert preview.named("tenant-a-provider").inputs["clusterIdentifier"] == UNKNOWN
     assert Counter(steps.values())["same"] < len(steps) // 4
+
+
+def test_a_preview_on_another_machine_plans_no_change(tmp_path: Path) -> None:
+    """Deployed from one home directory, previewed from another (another operator, the CI
+    runner): the Kamaji Release's chart input must not differ (helm_release.go:795-895)."""
+
+    def home(user: str) -> dict[str, str]:
+        return {"HOME": str(tmp_path / user), "XDG_CACHE_HOME": str(tmp_path / user / "cache")}
+
+    deployed = evaluate("lab", False, environment=home("alice"))
+    preview = evaluate("lab", True, environment=home("runner"), prior=deployed)
+    assert preview.error is None, preview.error
+    assert _not_unchanged(preview) == []
