@@ -128,8 +128,8 @@ bench: venv ## Evaluation cost, critical path and control-plane footprint (docs/
 	$(BIN)/python -m benchmarks
 
 .PHONY: kamaji-chart
-kamaji-chart: venv ## The pinned Kamaji chart in the per-user cache (the program installs it from there)
-	$(BIN)/python scripts/fetch_charts.py --only kamaji
+kamaji-chart: venv ## The pinned Kamaji chart, verified, in .charts/ (the program installs it from there; assembled in the per-user cache)
+	$(BIN)/python scripts/fetch_charts.py --only kamaji --project .
 
 .PHONY: charts
 charts: venv ## Every pinned chart archive in the per-user cache (the rendered-chart tests read them)

@@ -208,7 +208,7 @@ def _graph_monitor(base: type[Any]) -> type[Any]:
         # calls it from executor threads, so each call measures its own thread's CPU time.
         engine_cpu: list[float]
 
-        def _record(self, request: Any, read: bool) -> None:
+        def _record(self, request: Any, read: bool, **_: Any) -> None:
             # No copy of inputs and outputs: in a real deployment the engine keeps them in its
             # own process, and here they would only add to the garbage collector's work in the
             # measured one (more for the program than for the floors, whose inputs are tiny).

@@ -112,7 +112,7 @@ def unsupported_types(nodes: Iterable[FloorNode]) -> list[str]:
     for node in nodes:
         if not node.custom or node.type in MINIMAL:
             continue
-        if node.read or custom_resource_kind(node.type) is None:
+        if custom_resource_kind(node.type) is None:
             missing.add(node.type)
     return sorted(missing)
 
@@ -127,10 +127,12 @@ def typed_resource(node: FloorNode, opts: pulumi.ResourceOptions) -> pulumi.Reso
             return cls.get(name, f"default/{name}", opts=opts)  # type: ignore[no-any-return]
         return cls(name, opts=opts, **minimal.inputs)  # type: ignore[no-any-return]
     kind = custom_resource_kind(node.type)
-    if kind is None or node.read:
+    if kind is None:
         raise ValueError(f"the typed floor cannot build {node.type}")
     from pulumi_kubernetes.apiextensions import CustomResource
 
+    if node.read:  # the program reads control planes back for their uid (gpu_tenant.py)
+        return CustomResource.get(name, kind[0], kind[1], f"default/{name}", opts=opts)
     return CustomResource(name, api_version=kind[0], kind=kind[1], opts=opts)
 
 

@@ -9,6 +9,14 @@ therefore install Kamaji from a local chart directory that ``make kamaji-chart``
 from published artefacts of the pinned releases — the files of ``charts/kamaji`` at the Kamaji
 release tag and the published ``kamaji-etcd`` chart archive — and that this module verifies file
 by file against ``pins/kamaji-chart.json`` before anything is registered.
+
+The directory is assembled once in the per-user charts cache (``charts_dir``) and copied into the
+project as ``.charts/kamaji-<tag>`` (git-ignored), and the Release's ``chart`` input is that
+relative string, the same on every machine: an absolute cache path would differ with ``$HOME``,
+and pulumi-kubernetes diffs the ``chart`` input as given (Check keeps it, ``locateChart`` only
+makes it absolute to load it: pulumi/pulumi-kubernetes v4.32.0
+provider/pkg/provider/helm_release.go:377-396, 1545-1596; Diff is a three-way merge of the inputs,
+:795-895), so every other machine would see the Release changed.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ CHARTS_DIR_ENV = "GPU_PLATFORM_CHARTS_DIR"
 # install nothing, so they need no chart. A real `pulumi preview`/`up` never sets it.
 SKIP_CHECK_ENV = "GPU_PLATFORM_SKIP_CHART_CHECK"
 PIN_FILE = Path(__file__).with_name("pins") / "kamaji-chart.json"
+# Where the program's copy of the Kamaji chart lives, relative to the project directory.
+PROJECT_CHARTS_DIR = ".charts"
 # Files that cannot change what a chart installs (Helm neither renders nor reads them).
 _DOC_NAMES = ("README", "LICENSE", "Makefile", "NOTICE", ".helmignore")
 _DOC_SUFFIXES = (".md", ".gotmpl")
@@ -88,9 +98,32 @@ def kamaji_pins() -> tuple[PinnedFiles, PinnedFiles]:
 
 
 def kamaji_chart_dir(root: Path | None = None) -> Path:
-    """The local Kamaji chart directory the program installs: ``<charts dir>/kamaji-<tag>``."""
+    """The assembled Kamaji chart in the charts cache: ``<charts dir>/kamaji-<tag>``."""
     kamaji, _ = kamaji_pins()
     return (root if root is not None else charts_dir()) / f"kamaji-{kamaji.tag}"
+
+
+def kamaji_chart_input() -> str:
+    """The Kamaji Release's ``chart`` input: ``.charts/kamaji-<tag>``, relative to the project
+    directory, so the same string on every machine.
+
+    The provider resolves it against its working directory (``os.Stat``/``filepath.Abs`` in
+    pulumi/pulumi-kubernetes v4.32.0 provider/pkg/provider/helm_release.go:1545-1576), which is
+    the project directory: the engine starts plugins in ``ctx.Pwd`` (pulumi/pulumi v3.259.0
+    sdk/go/common/resource/plugin/plugin.go:597-599, provider_plugin.go:287), the project root
+    when Pulumi.yaml names no ``main`` (pkg/engine/project.go:45-48,
+    pkg/engine/deployment.go:57-68). The leading dot also makes a missing directory an error
+    ("path not found") instead of a chart name looked up in repositories
+    (helm_release.go:1594-1596)."""
+    kamaji, _ = kamaji_pins()
+    return f"{PROJECT_CHARTS_DIR}/kamaji-{kamaji.tag}"
+
+
+def project_kamaji_chart(project_dir: Path | None = None) -> Path:
+    """Where ``kamaji_chart_input`` points from ``project_dir`` (default: the working directory,
+    which is the project directory under the CLI: the Python language host runs the program in
+    it, pulumi/pulumi v3.259.0 sdk/python/cmd/pulumi-language-python-exec:146-149)."""
+    return (project_dir if project_dir is not None else Path.cwd()) / kamaji_chart_input()
 
 
 def bundled_etcd_archive_name() -> str:
@@ -172,12 +205,14 @@ def verify_kamaji_chart(chart_dir: Path) -> list[str]:
     return problems
 
 
-def check_pinned_charts(environ: Mapping[str, str] = os.environ) -> None:
-    """What the program checks before it registers anything: the local Kamaji chart it will
-    install is the pinned one (unless ``GPU_PLATFORM_SKIP_CHART_CHECK=1``)."""
+def check_pinned_charts(
+    environ: Mapping[str, str] = os.environ, project_dir: Path | None = None
+) -> None:
+    """What the program checks before it registers anything: the project's Kamaji chart, which
+    the provider will load, is the pinned one (unless ``GPU_PLATFORM_SKIP_CHART_CHECK=1``)."""
     if environ.get(SKIP_CHECK_ENV, "").strip() == "1":
         return
-    check_kamaji_chart(kamaji_chart_dir(charts_dir(environ)))
+    check_kamaji_chart(project_kamaji_chart(project_dir))
 
 
 def check_kamaji_chart(chart_dir: Path) -> None:
@@ -190,7 +225,7 @@ def check_kamaji_chart(chart_dir: Path) -> None:
     if problems == [f"{chart_dir} does not exist"]:
         raise ChartPinError(
             f"the pinned Kamaji chart ({kamaji.repo} {kamaji.tag}) is not at {chart_dir}: run "
-            f"`make kamaji-chart` (or point {CHARTS_DIR_ENV} at the directory holding it)"
+            "`make kamaji-chart` in the project directory"
         )
     shown = "; ".join(problems[:3]) + (
         f"; and {len(problems) - 3} more" if len(problems) > 3 else ""

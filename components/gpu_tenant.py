@@ -40,16 +40,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import resource_names
 from components.config import PlatformConfig, Tenant
-from components.labels import HAMI_WEBHOOK_IGNORE_LABEL
+from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, IDENTITY_READ_SUFFIX
 from components.management_cluster import ManagementCluster
-from components.substrate import InsideTenant, Substrate, TenantSite
+from components.substrate import Declared, InsideTenant, Substrate, TenantSite
 from components.tenant_specs import (
     API_SERVER_PORT,
     kubeconfig_server,
@@ -103,15 +103,39 @@ def _meta_uid(meta: Any) -> str | None:
     return uid if isinstance(uid, str) and uid else None
 
 
-def _object_identity(resource: k8s.apiextensions.CustomResource) -> pulumi.Output[str]:
-    """What identifies one incarnation of an object: the uid the API server gave it (unknown
-    while it is still to be created, so a planned replacement shows in preview); its ID when
-    the outputs carry no uid."""
-    # CustomResource declares no metadata attribute; the output exists at run time.
-    metadata: pulumi.Output[Any] = cast(Any, resource).metadata
-    return pulumi.Output.all(resource.id, metadata).apply(
-        lambda values: _meta_uid(values[1]) or str(values[0])
-    )
+def _live_uid(meta: Any, what: str) -> str:
+    """The uid of a live object read back; an object the API server stores always has one."""
+    uid = _meta_uid(meta)
+    if uid is None:
+        raise ValueError(f"the live {what} has no metadata.uid")
+    return uid
+
+
+class _LiveObject(pulumi.CustomResource):
+    """A read of an existing Kubernetes object by its ID, with its ``metadata`` as an output.
+
+    ``k8s.apiextensions.CustomResource.get`` cannot serve: with ``opts.id`` set its Python class
+    registers no properties (``__props__`` stays None in pulumi-kubernetes 4.34.2
+    ``apiextensions/CustomResource.py`` ``_internal_init``), so the read's ``metadata`` never
+    becomes an attribute. The type token is the one CustomResource uses,
+    ``kubernetes:<apiVersion>:<kind>``, so the provider's Read is the same."""
+
+    metadata: pulumi.Output[Any]
+
+    def __init__(
+        self,
+        resource_name: str,
+        api_version: str,
+        kind: str,
+        resource_id: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        super().__init__(
+            f"kubernetes:{api_version}:{kind}",
+            resource_name,
+            {"apiVersion": api_version, "kind": kind, "metadata": None},
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(id=resource_id)),
+        )
 
 
 def tenant_cluster_identifier(tenant: str, uids: Sequence[str]) -> str:
@@ -198,9 +222,9 @@ class GpuTenant(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{name}-provider",
             kubeconfig=self._provider_kubeconfig,
-            cluster_identifier=pulumi.Output.all(*[_object_identity(r) for r in identity]).apply(
-                lambda uids: tenant_cluster_identifier(args.tenant.name, uids)
-            ),
+            cluster_identifier=pulumi.Output.all(
+                *[self._object_identity(declared) for declared in identity]
+            ).apply(lambda uids: tenant_cluster_identifier(args.tenant.name, uids)),
             # A lab torn down by hand (kind cluster deleted) must still be destroyable.
             delete_unreachable=args.substrate.tenant_provider_deletes_unreachable,
             opts=pulumi.ResourceOptions(parent=self),
@@ -228,6 +252,29 @@ class GpuTenant(pulumi.ComponentResource):
 
     def _on_management(self, **kwargs: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, provider=self._management.provider, **kwargs)
+
+    def _object_identity(self, declared: Declared) -> pulumi.Output[str]:
+        """What identifies one incarnation of a control-plane object: the uid of the live
+        object, read back by its ID (``<resource name>-identity``), never the ID itself.
+
+        A read runs in preview whenever its ID is known (pulumi/pulumi v3.259.0
+        pkg/resource/deploy/step.go:1314-1320). In a preview of an in-place update the ID is
+        the deployed one, so the read returns the live uid even when the update's own preview
+        outputs carry none (pulumi-kubernetes returns the inputs as-is when they hold unknowns,
+        provider/pkg/provider/provider.go:2367-2371 at v4.32.0) and the identifier stays the
+        deployed one. On a create or replacement the ID is unknown, the read is skipped and the
+        identifier unknown: a replacement of the tenant provider, which is right then
+        (DiffConfig, provider.go:486-515). In ``up`` the read follows the control plane's
+        create or update, so it sees the object as it now is."""
+        live = _LiveObject(
+            f"{declared.resource_name}{IDENTITY_READ_SUFFIX}",
+            declared.api_version,
+            declared.kind,
+            declared.resource.id,
+            self._on_management(depends_on=[declared.resource]),
+        )
+        what = f"{declared.kind} {declared.resource_name}"
+        return live.metadata.apply(lambda meta: _live_uid(meta, what))
 
     def _in_tenant(self, **kwargs: Any) -> pulumi.ResourceOptions:
         """Options of every object inside the tenant: its own provider, and no separate delete

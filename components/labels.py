@@ -19,3 +19,7 @@ LAB_ONLY_LABEL = "gpu-platform.io/lab-only"
 # HAMi's own annotations (platform.md §3).
 HAMI_NODE_REGISTER = "hami.io/node-nvidia-register"
 HAMI_WEBHOOK_IGNORE_LABEL = "hami.io/webhook"
+# The read of a control-plane object's live uid (for the tenant provider's cluster_identifier) is
+# named "<resource name>-identity" (components/gpu_tenant.py): it has the object's type, and the
+# policy pack must not judge it as a second control plane.
+IDENTITY_READ_SUFFIX = "-identity"

@@ -100,7 +100,7 @@ class ManagementCluster(pulumi.ComponentResource):
         cert_manager = self._cert_manager(site, substrate.installs_cert_manager(platform))
         kamaji = site.release(
             KAMAJI_RELEASE,
-            chart_cache.kamaji_chart_dir(),
+            chart_cache.kamaji_chart_input(),
             KAMAJI_NAMESPACE,
             kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=deploy_etcd),
             depends_on=[cert_manager],

@@ -110,6 +110,8 @@ class PlannedName:
 _LAB_TENANT_PARTS = (
     "namespace",
     "control-plane",
+    # The read of the control plane's live uid (gpu_tenant.py, IDENTITY_READ_SUFFIX).
+    "control-plane-identity",
     "admin-kubeconfig",
     "provider",
     "calico-crds",
@@ -133,6 +135,8 @@ _PROD_TENANT_PARTS = (
     "infrastructure-cluster",
     "control-plane",
     "cluster",
+    "control-plane-identity",
+    "cluster-identity",
     "admin-kubeconfig",
     "provider",
     "calico-crds",

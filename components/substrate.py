@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pulumi
@@ -73,12 +72,22 @@ class TenantView(Protocol):
 
 
 @dataclass(frozen=True)
+class Declared:
+    """A custom resource the program registered, with what a read of it by ID needs."""
+
+    resource: k8s.apiextensions.CustomResource
+    resource_name: str
+    api_version: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class ControlPlaneParts:
     """What an environment built for one tenant's control plane."""
 
     control_plane: k8s.apiextensions.CustomResource
     """lab: the TenantControlPlane; prod: the KamajiControlPlane."""
-    identity: list[k8s.apiextensions.CustomResource]
+    identity: list[Declared]
     """The objects whose recreation leaves an empty tenant cluster (the tenant provider's
     ``cluster_identifier`` follows their uids)."""
     teardown_root: pulumi.Resource
@@ -109,7 +118,14 @@ def custom_resource(
     resource_name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions
 ) -> k8s.apiextensions.CustomResource:
     """A custom resource from a manifest built by a pure builder."""
-    return k8s.apiextensions.CustomResource(
+    return declared_resource(resource_name, manifest, opts).resource
+
+
+def declared_resource(
+    resource_name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions
+) -> Declared:
+    """``custom_resource``, remembering what a later read of it by ID needs."""
+    resource = k8s.apiextensions.CustomResource(
         resource_name,
         api_version=manifest["apiVersion"],
         kind=manifest["kind"],
@@ -117,6 +133,7 @@ def custom_resource(
         spec=manifest["spec"],
         opts=opts,
     )
+    return Declared(resource, resource_name, manifest["apiVersion"], manifest["kind"])
 
 
 def chart_release(
@@ -329,18 +346,19 @@ class ManagementSite:
     def release(
         self,
         release: str,
-        chart: HelmChart | Path,
+        chart: HelmChart | str,
         namespace: str,
         values: Mapping[str, Any],
         depends_on: Sequence[pulumi.Resource] = (),
         timeout: int = 600,
     ) -> k8s.helm.v3.Release:
         """A pinned chart — from its repository by version, or a local chart directory pinned by
-        content — in its own namespace (a Namespace object, so destroy removes it), awaited
-        until its workloads are ready."""
+        content, given as a project-relative path (``chart_cache.kamaji_chart_input``: the same
+        input on every machine) — in its own namespace (a Namespace object, so destroy removes
+        it), awaited until its workloads are ready."""
         ns = self.namespace(namespace)
-        if isinstance(chart, Path):
-            source: dict[str, Any] = {"chart": str(chart)}
+        if isinstance(chart, str):
+            source: dict[str, Any] = {"chart": chart}
         else:
             source = {
                 "chart": chart.chart,

@@ -10,9 +10,11 @@ checked against ``components/pins/kamaji-chart.json``.
 
 Idempotent and offline once done: a downloaded archive is kept with its checked digest beside it
 (``<archive>.sha256``), so a later run that finds the two agreeing asks no repository; a Kamaji
-directory that verifies is kept. Nothing outside the charts cache is written. Usage:
-``python scripts/fetch_charts.py [--dest DIR] [--only kamaji]`` (``--only kamaji``: just what the
-program installs from the cache, the Kamaji chart and the kamaji-etcd archive it bundles).
+directory that verifies is kept. Nothing outside the charts cache is written, except with
+``--project DIR``: the verified Kamaji chart is then also copied to ``DIR/.charts/kamaji-<tag>``,
+the project-relative path the program installs it from (``chart_cache.kamaji_chart_input``).
+Usage: ``python scripts/fetch_charts.py [--dest DIR] [--only kamaji] [--project DIR]``
+(``--only kamaji``: just the Kamaji chart and the kamaji-etcd archive it bundles).
 """
 
 from __future__ import annotations
@@ -133,17 +135,43 @@ def assemble_kamaji(dest: Path, etcd_archive: Path, get: Fetch = http_get) -> Pa
         problems = chart_cache.verify_kamaji_chart(scratch)
         if problems:
             raise FetchError("assembled Kamaji chart does not verify: " + "; ".join(problems))
-        # Swap with the old directory set aside first, so there is never a moment without one.
-        retired = scratch.with_name(scratch.name + "-old")
-        if target.exists():
-            target.rename(retired)
-        scratch.rename(target)
-        if retired.exists():
-            shutil.rmtree(retired)
+        _swap_in(scratch, target)
     finally:
         if scratch.exists():
             shutil.rmtree(scratch)
     return target
+
+
+def install_kamaji(source: Path, project: Path) -> Path:
+    """The verified Kamaji chart ``source`` copied to the project's ``.charts/kamaji-<tag>`` (kept
+    when it already verifies), the path the program's Release names."""
+    target = chart_cache.project_kamaji_chart(project)
+    if not chart_cache.verify_kamaji_chart(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".kamaji-", dir=target.parent))
+    try:
+        shutil.rmtree(scratch)
+        shutil.copytree(source, scratch, symlinks=False)
+        problems = chart_cache.verify_kamaji_chart(scratch)
+        if problems:
+            raise FetchError(f"{source} does not verify: " + "; ".join(problems))
+        _swap_in(scratch, target)
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch)
+    return target
+
+
+def _swap_in(scratch: Path, target: Path) -> None:
+    """Replace ``target`` by ``scratch``, the old directory set aside first, so there is never a
+    moment without one."""
+    retired = scratch.with_name(scratch.name + "-old")
+    if target.exists():
+        target.rename(retired)
+    scratch.rename(target)
+    if retired.exists():
+        shutil.rmtree(retired)
 
 
 def pinned_charts() -> list[HelmChart]:
@@ -171,27 +199,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         choices=["kamaji"],
-        help="only the Kamaji chart the program installs from the cache",
+        help="only the Kamaji chart the program installs (and the kamaji-etcd archive it bundles)",
+    )
+    parser.add_argument(
+        "--project",
+        type=Path,
+        help="also copy the verified Kamaji chart to PROJECT/.charts/, where the program reads it",
     )
     args = parser.parse_args(argv)
     dest: Path = args.dest
+    project: Path | None = args.project
+    if (
+        args.only == "kamaji"
+        and project is not None
+        and not chart_cache.verify_kamaji_chart(chart_cache.project_kamaji_chart(project))
+    ):
+        return 0  # the project's copy is there and verified: nothing to ask anyone
     dest.mkdir(parents=True, exist_ok=True)
     _, etcd = chart_cache.kamaji_pins()
     if PINNED.kamaji_etcd.version != etcd.tag.lstrip("v"):
         print("fetch-upstream: the pinned kamaji-etcd must be the one Kamaji's pin bundles")
         return 1
     charts = pinned_charts()
-    if args.only == "kamaji":
-        if not chart_cache.verify_kamaji_chart(chart_cache.kamaji_chart_dir(dest)):
-            return 0  # already there and verified: nothing to ask any repository
-        charts = [PINNED.kamaji_etcd]
-    print(f"fetching pinned chart archives into {dest}")
-    archives: dict[str, Path] = {}
     try:
-        for chart in charts:
-            archives[chart.chart] = fetch_archive(chart, dest)
-            print(f"  {archives[chart.chart].name}")
-        print(f"  {assemble_kamaji(dest, archives['kamaji-etcd']).name}/ (verified)")
+        if args.only == "kamaji" and not chart_cache.verify_kamaji_chart(
+            chart_cache.kamaji_chart_dir(dest)
+        ):
+            kamaji = chart_cache.kamaji_chart_dir(dest)  # verified: no repository asked
+        else:
+            if args.only == "kamaji":
+                charts = [PINNED.kamaji_etcd]
+            print(f"fetching pinned chart archives into {dest}")
+            archives: dict[str, Path] = {}
+            for chart in charts:
+                archives[chart.chart] = fetch_archive(chart, dest)
+                print(f"  {archives[chart.chart].name}")
+            kamaji = assemble_kamaji(dest, archives["kamaji-etcd"])
+            print(f"  {kamaji.name}/ (verified)")
+        if project is not None:
+            print(f"  {install_kamaji(kamaji, project)} (verified)")
     except FetchError as error:
         print(f"fetch-upstream: {error}", file=sys.stderr)
         return 1

@@ -18,7 +18,7 @@ from components.substrate import (
     InsideTenant,
     KubeconfigRead,
     TenantSite,
-    custom_resource,
+    declared_resource,
 )
 from components.tenant_specs import (
     ADMIN_KUBECONFIG_KEY,
@@ -50,7 +50,7 @@ def lab_control_plane(
         address=site.address,
         address_pool=site.management.tenant_address_pool,
     )
-    tcp = custom_resource(
+    declared = declared_resource(
         f"{site.name}-control-plane",
         manifest,
         site.on_management(
@@ -60,6 +60,7 @@ def lab_control_plane(
             ),
         ),
     )
+    tcp = declared.resource
     kubeconfig = site.read_kubeconfig(
         f"{site.name}-admin-kubeconfig",
         [tcp],
@@ -72,7 +73,7 @@ def lab_control_plane(
     )
     return ControlPlaneParts(
         control_plane=tcp,
-        identity=[tcp],
+        identity=[declared],
         teardown_root=tcp,
         cluster_name=pulumi.Output.from_input(tenant.name),
         kubeconfig=kubeconfig,

@@ -9,7 +9,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.substrate import ControlPlaneParts, InsideTenant, TenantSite, custom_resource
+from components.substrate import (
+    ControlPlaneParts,
+    InsideTenant,
+    TenantSite,
+    custom_resource,
+    declared_resource,
+)
 from components.tenant_specs import (
     ADMIN_KUBECONFIG_KEY,
     SUPER_ADMIN_KUBECONFIG_KEY,
@@ -74,7 +80,7 @@ def cluster_api_control_plane(
     # requeues every 30 s until the control plane exists and then owns it
     # (cluster_controller_phases.go:251-276, ensureOwnerRefAndLabel at :64), which is what the
     # Kamaji provider waits for (kamajicontrolplane_controller.go:76-81).
-    cluster = custom_resource(
+    declared_cluster = declared_resource(
         f"{site.name}-cluster",
         capi_cluster(tenant, namespace=site.namespace, infrastructure_provider=provider),
         site.on_management(
@@ -82,7 +88,8 @@ def cluster_api_control_plane(
             custom_timeouts=pulumi.CustomTimeouts(delete=CAPI_DELETE_TIMEOUT),
         ),
     )
-    kcp = custom_resource(
+    cluster = declared_cluster.resource
+    declared_kcp = declared_resource(
         f"{site.name}-control-plane",
         kamaji_control_plane(
             tenant,
@@ -99,6 +106,7 @@ def cluster_api_control_plane(
             ),
         ),
     )
+    kcp = declared_kcp.resource
     # The provider copies admin.conf into <cluster>-kubeconfig (provider v0.20.0
     # controllers/kamajicontrolplane_controller_resources.go:132-172), whose group is bound to
     # cluster-admin only once Kamaji's in-tenant soot manager ran PhaseClusterAdminRBAC, after
@@ -116,7 +124,7 @@ def cluster_api_control_plane(
     )
     return ControlPlaneParts(
         control_plane=kcp,
-        identity=[kcp, cluster],
+        identity=[declared_kcp, declared_cluster],
         teardown_root=cluster,
         cluster_name=cluster.urn.apply(lambda _: tenant.name),
         kubeconfig=kubeconfig,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gpu_platform_policies.labels import IDENTITY_READ_SUFFIX
 from gpu_platform_policies.model import Resource
 from gpu_platform_policies.props import UNKNOWN, get
 
@@ -185,7 +186,11 @@ class ControlPlane:
 
 
 def control_plane(resource: Resource) -> ControlPlane | None:
-    """The control-plane view of a TCP or KCP, None for any other resource."""
+    """The control-plane view of a TCP or KCP, None for any other resource and for the program's
+    read of a control plane's live uid (``<name>-identity``: the same object again, with no
+    outputs while its ID is unknown)."""
+    if resource.name.endswith(IDENTITY_READ_SUFFIX):
+        return None
     spec = get(resource.props, "spec")
     if resource.type == TCP_TYPE:
         return ControlPlane(

@@ -24,3 +24,6 @@ GPU_TENANT_TYPE: Final = "gpu-platform:index:GpuTenant"
 GPU_WORKER_POOL_TYPE: Final = "gpu-platform:index:GpuWorkerPool"
 # Tenant Kubernetes providers are named "<tenant>-provider" (components/gpu_tenant.py).
 TENANT_PROVIDER_SUFFIX: Final = "-provider"
+# Reads of a control plane's live uid are named "<resource name>-identity"
+# (components/gpu_tenant.py): the same type as the control plane, not a second one.
+IDENTITY_READ_SUFFIX: Final = "-identity"

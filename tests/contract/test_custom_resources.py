@@ -25,7 +25,8 @@ def _custom_resources(recording: Recording):
     for reg in recording.resources:
         api_version = reg.inputs.get("apiVersion")
         if (
-            reg.type.startswith("kubernetes:")
+            not reg.read  # a read (the control planes' identity) declares no spec
+            and reg.type.startswith("kubernetes:")
             and isinstance(api_version, str)
             and api_version.split("/")[0] in GROUPS_WITH_PINNED_CRDS
         ):

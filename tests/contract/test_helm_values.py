@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from components.chart_cache import kamaji_chart_dir
+from components.chart_cache import kamaji_chart_input
 from components.versions import PINNED, HelmChart
 from tests.support.contracts import (
     CHART_DIRS,
@@ -46,7 +46,7 @@ def test_releases_use_the_pinned_chart_versions(stack: str, recordings) -> None:
     problems = []
     for release in recording.of_type(RELEASE):
         chart = release.inputs.get("chart")
-        if chart == str(kamaji_chart_dir()):
+        if chart == kamaji_chart_input():
             # Pinned by content, not by version: no repository, no version (chart_cache.py).
             if release.inputs.get("version") or release.inputs.get("repositoryOpts"):
                 problems.append(f"{release.name}: the local Kamaji chart takes no version/repo")

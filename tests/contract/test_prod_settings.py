@@ -81,7 +81,9 @@ def test_every_cluster_api_object_validates_against_its_pinned_crd(
     problems: list[str] = []
     for reg in configured.resources:
         api_version = reg.inputs.get("apiVersion")
-        if not (isinstance(api_version, str) and api_version.split("/")[0].endswith(CAPI_GROUPS)):
+        if reg.read or not (
+            isinstance(api_version, str) and api_version.split("/")[0].endswith(CAPI_GROUPS)
+        ):
             continue
         checked += 1
         problems += [f"{reg.name}: {v}" for v in crd_violations(upstream_dir, reg.inputs)]

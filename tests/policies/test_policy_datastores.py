@@ -161,3 +161,15 @@ def test_control_planes_without_a_tenant_are_told_apart_by_name() -> None:
     b = policy_resource(TCP, "b", tcp("b", schema="same"))
     found = check(a, b)
     assert len(found) == 2
+
+
+def test_the_programs_read_of_a_control_planes_uid_is_not_a_second_control_plane() -> None:
+    """GpuTenant reads each control plane back by its ID for its uid (``<name>-identity``, same
+    type): in a first preview the read is skipped and has no outputs (pulumi/pulumi v3.259.0
+    pkg/resource/deploy/step.go:1314-1320), which must not read as a TCP naming no DataStore."""
+    component, control_plane = tenant_tcp("tenant-a")
+    name = "tenant-a-control-plane-identity"
+    skipped = policy_resource(TCP, name, {}, parent=component)
+    assert check(component, control_plane, skipped) == []
+    live = policy_resource(TCP, name, tcp("tenant-a"), parent=component)
+    assert check(component, control_plane, live) == []

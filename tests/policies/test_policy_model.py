@@ -182,6 +182,7 @@ def test_the_packs_label_names_equal_the_programs() -> None:
         "LAB_ONLY_LABEL",
         "HAMI_NODE_REGISTER",
         "HAMI_WEBHOOK_IGNORE_LABEL",
+        "IDENTITY_READ_SUFFIX",
     ):
         assert getattr(pack_labels, name) == getattr(program_labels, name), name
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,8 +80,7 @@ def _waits_for(recording: Recording, reg: Registration, other: str) -> bool:
 _PROBE = r"""
 import json, os, sys
 request = json.load(sys.stdin)
-if request.get("charts_dir"):
-    os.environ["GPU_PLATFORM_CHARTS_DIR"] = request["charts_dir"]
+if request.get("project_dir"):
     os.environ.pop("GPU_PLATFORM_SKIP_CHART_CHECK", None)
 else:
     os.environ["GPU_PLATFORM_SKIP_CHART_CHECK"] = "1"
@@ -149,19 +149,20 @@ def _probe(
     config: dict[str, Any] | None = None,
     skip_preflight: bool = True,
     failing_host: bool = False,
-    charts_dir: Path | None = None,
+    project_dir: Path | None = None,
     path_prefix: Path | None = None,
 ) -> dict[str, Any]:
-    """Evaluate the ManagementCluster alone; ``charts_dir`` turns the pinned-chart check on
-    (the offline default skips it: nothing is installed under mocks); ``path_prefix`` goes in
-    front of PATH (fake CLIs)."""
+    """Evaluate the ManagementCluster alone; ``project_dir`` runs it there (the CLI runs the
+    program in the project directory) with the pinned-chart check on (the offline default
+    skips it: nothing is installed under mocks); ``path_prefix`` goes in front of PATH (fake
+    CLIs)."""
     request = {
         "stack": stack,
         "preview": preview,
         "config": config if config is not None else load_stack_config(stack),
         "skip_preflight": skip_preflight,
         "failing_host": failing_host,
-        "charts_dir": str(charts_dir) if charts_dir is not None else None,
+        "project_dir": str(project_dir) if project_dir is not None else None,
     }
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
@@ -172,7 +173,7 @@ def _probe(
         input=json.dumps(request),
         capture_output=True,
         text=True,
-        cwd=Path(REPO_ROOT),
+        cwd=project_dir if project_dir is not None else REPO_ROOT,
         env=env,
         timeout=120,
         check=False,
@@ -297,7 +298,7 @@ def test_lab_installs_the_pinned_charts(lab: Recording) -> None:
     kamaji = releases["kamaji"]
     assert kamaji.inputs["namespace"] == "kamaji-system"
     # The chart of the image's own release, from the directory pinned by content.
-    assert kamaji.inputs["chart"] == str(chart_cache.kamaji_chart_dir())
+    assert kamaji.inputs["chart"] == chart_cache.kamaji_chart_input()
     assert chart_cache.kamaji_pins()[0].tag == PINNED.kamaji_image_tag
     assert "version" not in kamaji.inputs
     assert kamaji.inputs["values"]["image"]["tag"] == PINNED.kamaji_image_tag
@@ -700,7 +701,7 @@ def test_a_missing_kamaji_chart_stops_both_stacks_before_any_registration(
 ) -> None:
     """Kamaji is installed from the local chart pinned by content: without it nothing starts,
     in preview too (the Release reads the chart), and the one line says what to run."""
-    result = _probe(stack, preview=preview, charts_dir=tmp_path)
+    result = _probe(stack, preview=preview, project_dir=tmp_path)
     assert result["error"] is not None
     assert result["error"].startswith("ChartPinError: the pinned Kamaji chart")
     assert "make kamaji-chart" in result["error"]
@@ -708,15 +709,46 @@ def test_a_missing_kamaji_chart_stops_both_stacks_before_any_registration(
 
 
 def test_an_altered_kamaji_chart_is_refused(tmp_path: Path) -> None:
-    chart = tmp_path / "kamaji-26.8.2-edge"
+    chart = tmp_path / ".charts" / "kamaji-26.8.2-edge"
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: kamaji\nversion: 0.0.0+latest\n")
     (chart / "templates" / "controller.yaml").write_text("kind: Deployment\n")
-    result = _probe("lab", preview=True, charts_dir=tmp_path)
+    result = _probe("lab", preview=True, project_dir=tmp_path)
     assert result["error"] is not None
     assert "is not Kamaji 26.8.2-edge's chart" in result["error"]
     assert "templates/controller.yaml differs" in result["error"]
     assert result["registered"] == []
+
+
+def test_the_kamaji_chart_input_is_the_same_relative_path_on_every_machine(tmp_path: Path) -> None:
+    """pulumi-kubernetes diffs the Release's ``chart`` input as given (helm_release.go:377-396,
+    795-895 at v4.32.0): a per-user path would make every other machine update Kamaji. The
+    input names no home or cache directory and is relative (to the project directory, the
+    provider's working directory)."""
+    charts = []
+    for user in ("alice", "runner"):
+        home = tmp_path / user
+        environment = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
+        recording = evaluate("lab", False, environment=environment)
+        assert recording.error is None, recording.error
+        (kamaji,) = [r for r in recording.of_type(RELEASE) if r.inputs["name"] == "kamaji"]
+        charts.append(kamaji.inputs["chart"])
+    assert charts[0] == charts[1]
+    assert not Path(charts[0]).is_absolute()
+    assert str(tmp_path) not in charts[0]
+
+
+def test_a_verified_project_copy_of_the_kamaji_chart_is_accepted(tmp_path: Path) -> None:
+    cached = chart_cache.kamaji_chart_dir()
+    if chart_cache.verify_kamaji_chart(cached):
+        pytest.skip(f"{cached} absent or not verified: run `make charts`")
+    shutil.copytree(cached, tmp_path / chart_cache.kamaji_chart_input())
+    result = _probe("lab", preview=True, project_dir=tmp_path)
+    assert result["error"] is None, result["error"]
+    (kamaji,) = [r for r in result["records"] if r["name"] == "management-kamaji"]
+    assert (tmp_path / kamaji["inputs"]["chart"]).resolve() == (
+        chart_cache.project_kamaji_chart(tmp_path).resolve()
+    )
 
 
 def test_preflight_never_runs_in_preview() -> None:

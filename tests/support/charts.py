@@ -10,7 +10,9 @@ What "as ``helm install`` would" means here, and where it stops:
 * Archives come from ``$GPU_PLATFORM_CHARTS_DIR``, else from the per-user cache
   ``${XDG_CACHE_HOME:-~/.cache}/gpu-platform/charts`` that ``make fetch-upstream`` fills, named
   as ``helm pull`` writes them: ``<chart>-<version>.tgz``. A Release whose ``chart`` is a local
-  path (a directory or an archive) is rendered from that path.
+  path (a directory or an archive) is rendered from that path; the program's Kamaji chart
+  (``.charts/kamaji-<tag>``, relative to the project) from the cache's ``kamaji-<tag>``, the
+  copy ``make kamaji-chart`` verifies and copies there (both checked against the same pin).
 * Install mode (``.Release.IsInstall``), the release name and namespace the program registered.
 * The target cluster's Kubernetes version and API versions. Helm's engine offers no option for
   them (the SDK renders with Helm's defaults: Kubernetes v1.36.0 and the built-in API versions of
@@ -41,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from components import chart_cache
 from components.chart_cache import CHARTS_DIR_ENV, charts_dir
 
 HOOK_ANNOTATION = "helm.sh/hook"
@@ -74,6 +77,13 @@ def chart_source(inputs: Mapping[str, Any]) -> Path:
     """The archive (or chart directory) a recorded Release installs; raises
     ``ChartUnavailableError`` with a one-line reason when it is not on this machine."""
     chart = str(inputs.get("chart", ""))
+    if chart == chart_cache.kamaji_chart_input():
+        # The project's copy of the cache's verified directory (make kamaji-chart): the cache is
+        # where `make charts` and CI put it, whichever checkout the tests run in.
+        cached = chart_cache.kamaji_chart_dir(charts_dir())
+        if cached.is_dir() and not chart_cache.verify_kamaji_chart(cached):
+            return cached
+        raise ChartUnavailableError([cached])
     local = Path(chart)
     if local.is_absolute() or chart.startswith("."):
         if local.exists():

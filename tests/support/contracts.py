@@ -61,10 +61,10 @@ COMMENTED_DEFAULTS: dict[str, set[str]] = {
 def release_chart(inputs: Mapping[str, Any]) -> str:
     """The chart a recorded Release installs: its name, or "kamaji" for the local Kamaji chart
     pinned by content (components/chart_cache.py)."""
-    from components.chart_cache import kamaji_chart_dir
+    from components.chart_cache import kamaji_chart_input
 
     chart = str(inputs.get("chart"))
-    return "kamaji" if chart == str(kamaji_chart_dir()) else chart
+    return "kamaji" if chart == kamaji_chart_input() else chart
 
 
 @cache

@@ -7,7 +7,11 @@ inputs were secret; the stack outputs; the log lines the program wrote.
 
 Mode matters: in ``preview`` mode the mocks answer like ``pulumi preview`` does, with outputs that
 come from a cluster or a command left unknown; in update mode they answer like a successful
-``pulumi up`` with plausible values (see ``tests/support/fakes_*.py``).
+``pulumi up`` with plausible values (see ``tests/support/fakes_*.py``). ``preview`` with
+``prior=<an update-mode recording>`` is a preview of an *update* of that deployed stack: each
+registration is planned against the recording as the engine would (same, update, replace,
+create; reads run when their ID is known), and ``Registration.step`` says which (see
+``tests/support/harness_runner.PriorState``).
 """
 
 from __future__ import annotations
@@ -47,6 +51,12 @@ class Registration:
     property_dependencies: dict[str, list[str]]
     options: dict[str, Any]
     read: bool = False
+    # The engine's URN (the parent's whole type chain), the ID ("<unknown>" while unknown), and
+    # in a preview of an update the planned step: same, update, replace, create, read or
+    # read-skipped.
+    engine_urn: str = ""
+    id: str = ""
+    step: str = ""
 
     @property
     def provider_urn(self) -> str:
@@ -226,9 +236,11 @@ def evaluate(
     timeout: float = 240.0,
     environment: dict[str, str] | None = None,
     program: str = "__main__.py",
+    prior: Recording | None = None,
 ) -> Recording:
     """Evaluate the program for a stack (or an explicit config block) in a child process, with
     ``environment`` added to the child's (the host's proxy variables are never passed on).
+    ``prior`` (with ``preview``): a preview of an update of the stack that recording deployed.
 
     Raises DuplicateUrnError when any URN was registered twice (the child refuses the second
     registration as the engine does, which also fails the program)."""
@@ -239,6 +251,20 @@ def evaluate(
         "environment": environment or {},
         "program": program,
     }
+    if prior is not None:
+        if prior.preview or prior.error is not None or not preview:
+            raise ValueError("prior must be a successful update-mode recording, for a preview")
+        request["prior"] = [
+            {
+                "engine_urn": r.engine_urn,
+                "type": r.type,
+                "id": r.id,
+                "read": r.read,
+                "inputs": r.inputs,
+                "outputs": r.outputs,
+            }
+            for r in prior.resources
+        ]
     payload = run_child("tests.support.harness_runner", request, timeout)
     resources = [Registration(**r) for r in payload.pop("resources")]
     recording = Recording(resources=resources, **payload)

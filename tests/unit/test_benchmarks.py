@@ -482,9 +482,8 @@ def test_unsupported_types_names_what_the_typed_floor_cannot_build() -> None:
     ]
     assert unsupported_types(shape) == [
         "docker:index/network:Network",
-        "kubernetes:kamaji.clastix.io/v1alpha1:DataStore",  # only its read
         "kubernetes:storage.k8s.io/v1:StorageClass",
-    ]
+    ]  # a custom resource's read is built as CustomResource.get (control-plane uid reads)
     assert "kubernetes:core/v1:Secret" in MINIMAL
     with pytest.raises(ValueError, match="cannot build docker:index/network:Network, kubernetes"):
         check_supported(shape)

@@ -114,8 +114,19 @@ def test_a_missing_chart_directory_fails_with_the_command_to_run(tmp_path: Path)
 
 def test_the_check_is_skipped_only_for_offline_evaluation(tmp_path: Path) -> None:
     chart_cache.check_pinned_charts({"GPU_PLATFORM_SKIP_CHART_CHECK": "1"})
-    with pytest.raises(chart_cache.ChartPinError):
-        chart_cache.check_pinned_charts({"GPU_PLATFORM_CHARTS_DIR": str(tmp_path)})
+    with pytest.raises(chart_cache.ChartPinError, match=r"\.charts/kamaji-"):
+        chart_cache.check_pinned_charts({}, project_dir=tmp_path)
+
+
+def test_the_program_checks_the_project_copy_not_the_cache(tmp_path: Path) -> None:
+    """The Release names ``.charts/kamaji-<tag>`` relative to the project directory, so that is
+    what the program verifies, whatever the charts cache holds."""
+    assert chart_cache.kamaji_chart_input() == ".charts/kamaji-26.8.2-edge"
+    assert chart_cache.project_kamaji_chart(tmp_path) == tmp_path / ".charts/kamaji-26.8.2-edge"
+    with pytest.raises(chart_cache.ChartPinError, match=str(tmp_path / "p")):
+        chart_cache.check_pinned_charts(
+            {"GPU_PLATFORM_CHARTS_DIR": str(tmp_path / "cache")}, project_dir=tmp_path / "p"
+        )
 
 
 def test_a_chart_directory_with_a_foreign_subchart_is_refused(tmp_path: Path) -> None:

@@ -133,3 +133,49 @@ def test_kamaji_is_assembled_from_the_tags_files_and_refused_when_one_differs(
     with pytest.raises(fetch_charts.FetchError, match=r"is not the pinned 26\.8\.2-edge file"):
         fetch_charts.assemble_kamaji(tmp_path, etcd_archive, _served(pages, []))
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".kamaji-")]
+
+
+def test_make_kamaji_chart_copies_the_verified_chart_into_the_project_offline(
+    fetch_charts: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--only kamaji --project DIR`` (make kamaji-chart) puts the cache's verified chart at
+    ``DIR/.charts/kamaji-<tag>``, the path the program's Release names; a copy that no longer
+    verifies is replaced, and nothing asks a repository once the cache holds the chart."""
+    kamaji_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji\n", "templates/c.yaml": b"c"}
+    etcd_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji-etcd\n", "values.yaml": b"v"}
+
+    def pinned(repo: str, tag: str, files: dict[str, bytes]) -> chart_cache.PinnedFiles:
+        return chart_cache.PinnedFiles(
+            repo=repo,
+            tag=tag,
+            commit="0" * 40,
+            path="charts/x",
+            files={n: chart_cache.file_digest(n, d) for n, d in files.items()},
+        )
+
+    kamaji = pinned("clastix/kamaji", "26.8.2-edge", kamaji_files)
+    etcd = pinned("clastix/kamaji-etcd", "v0.17.0", etcd_files)
+    monkeypatch.setattr(chart_cache, "kamaji_pins", lambda: (kamaji, etcd))
+    cache, project = tmp_path / "cache", tmp_path / "project"
+    cache.mkdir()
+    etcd_archive = cache / "kamaji-etcd-0.17.0.tgz"
+    etcd_archive.write_bytes(tgz("kamaji-etcd", etcd_files))
+    pages = {kamaji.raw_url(name): data for name, data in kamaji_files.items()}
+    fetch_charts.assemble_kamaji(cache, etcd_archive, _served(pages, []))
+
+    def offline(url: str, *args: object, **kwargs: object) -> bytes:
+        raise AssertionError(f"asked {url}")
+
+    monkeypatch.setattr(fetch_charts, "http_get", offline)
+    monkeypatch.setattr(fetch_charts, "fetch_archive", offline)
+    argv = ["--dest", str(cache), "--only", "kamaji", "--project", str(project)]
+    assert fetch_charts.main(argv) == 0
+    copy = project / ".charts" / "kamaji-26.8.2-edge"
+    assert chart_cache.verify_kamaji_chart(copy) == []
+    assert chart_cache.project_kamaji_chart(project) == copy
+
+    (copy / "templates" / "c.yaml").write_bytes(b"changed locally")
+    assert chart_cache.verify_kamaji_chart(copy) != []
+    assert fetch_charts.main(argv) == 0
+    assert chart_cache.verify_kamaji_chart(copy) == []
+    assert sorted(p.name for p in (project / ".charts").iterdir()) == ["kamaji-26.8.2-edge"]
