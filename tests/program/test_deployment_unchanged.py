@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "af08c42f6512cfe1d924979aa1647d2dc470fc52"
+BASELINE = "f394f7e46399db0f88fc9aa330f286194987d199"
 
 
 def _has_commit(commit: str) -> bool:
