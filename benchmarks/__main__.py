@@ -250,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(report.render_durations(graph.DURATIONS))
         return 0
 
-    from components.config import parse_platform
+    from components.stack import parse_platform
     from tests.support.harness import load_stack_config
 
     base = load_stack_config(args.stack)

@@ -26,7 +26,8 @@ import ipaddress
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from components.config import CONFIG_KEY, parse_platform
+from components.config import CONFIG_KEY
+from components.stack import parse_platform
 
 PLATFORM_KEY = f"gpu-platform:{CONFIG_KEY}"
 FULL_SIZES: tuple[int, ...] = (2, 10, 50, 100)

@@ -1,13 +1,32 @@
-"""The stack: its validated configuration and the environment it runs in, chosen once."""
+"""The stack: its validated configuration and the environment it runs in, chosen once.
+
+``parse_platform`` is the one validation phase: the models (shapes, types, each model's rules),
+then the checks every stack has and the environment's own (``Substrate.config_problems``), all
+reported in one error, then the names the components would register (``components.name_plan``).
+Every failure is a ``ConfigError`` (a ``pulumi.RunError``: the CLI prints it as its message
+alone) raised before any resource is registered.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from components.config import PlatformConfig, load_platform_config
+from components.config import (
+    CONFIG_KEY,
+    ConfigError,
+    PlatformConfig,
+    check_secrets_present,
+    platform_problems,
+    problem_message,
+    validate_models,
+)
 from components.lab.substrate import LabSubstrate
+from components.name_plan import name_problems
 from components.prod.substrate import ProdSubstrate
 from components.substrate import Substrate
+from components.tenant_specs import datastore_secret_data
 
 
 def substrate_for(platform: PlatformConfig) -> Substrate:
@@ -24,8 +43,63 @@ class Stack:
     substrate: Substrate
 
 
+def parse_platform(raw: Mapping[str, Any] | None) -> PlatformConfig:
+    """Validate the raw ``platform`` object; raise ConfigError with one line per problem."""
+    return parse_stack(raw).platform
+
+
+def parse_stack(raw: Mapping[str, Any] | None) -> Stack:
+    """``parse_platform``, with the environment the configuration chose."""
+    platform = validate_models(raw)
+    substrate = substrate_for(platform)
+    problems = [
+        *platform_problems(
+            platform, default_datastore=substrate.deploys_default_datastore(platform)
+        ),
+        *substrate.config_problems(platform),
+    ]
+    if not problems:
+        problems = name_problems(platform, substrate)
+    if problems:
+        raise ConfigError(problem_message("invalid stack configuration", problems))
+    return Stack(platform=platform, substrate=substrate)
+
+
 def load_stack() -> Stack:
-    """Read and validate the stack config (before anything is registered) and pick its
-    environment."""
-    platform = load_platform_config()
-    return Stack(platform=platform, substrate=substrate_for(platform))
+    """Read and validate ``<project>:platform`` and check that the secrets it names are set,
+    before anything is registered, and pick the stack's environment."""
+    import pulumi  # local import: reading config needs the program's runtime settings
+
+    config = pulumi.Config()
+    stack = parse_stack(config.get_object(CONFIG_KEY))
+    check_secrets_present(stack.platform, lambda key: config.get_secret(key))
+    # The plain value, read once here and never logged: a malformed one fails now, as one line,
+    # rather than inside an apply after registration (where the SDK wraps it in a traceback).
+    check_secret_shapes(stack.platform, config.get)
+    return stack
+
+
+def load_platform_config() -> PlatformConfig:
+    """``load_stack``'s configuration."""
+    return load_stack().platform
+
+
+def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | None]) -> None:
+    """External DataStore credentials must be the JSON object their driver needs; the error
+    names the key and the expected keys, never the value."""
+    drivers = {d.credentials_config_key: d.driver for d in platform.data_stores}
+    for tenant in platform.tenants:
+        dedicated = tenant.data_store.dedicated
+        if dedicated is not None and dedicated.credentials_config_key:
+            drivers[dedicated.credentials_config_key] = dedicated.driver
+    problems = []
+    for key, driver in sorted((k, v) for k, v in drivers.items() if k):
+        raw = lookup(key)
+        if raw is None:
+            continue
+        try:
+            datastore_secret_data(driver, raw, key)
+        except ConfigError as error:
+            problems.append(str(error))
+    if problems:
+        raise ConfigError(problem_message("invalid secret config", problems))

@@ -431,6 +431,25 @@ class Substrate(Protocol):
         """``lab`` or ``prod``: for messages, never for decisions."""
         ...
 
+    # ----- the configuration, before anything is registered
+
+    def config_problems(self, platform: PlatformConfig) -> list[str]:
+        """What the environment demands of the stack's configuration, one line per problem
+        naming the key and the fix (``components.stack`` adds the checks every stack has)."""
+        ...
+
+    def planned_tenant_parts(self, tenant: Tenant) -> Sequence[str]:
+        """Suffixes of the environment's own children of a GpuTenant (``components.name_plan``)."""
+        ...
+
+    def planned_pool_parts(self, pool: WorkerPool) -> Sequence[str]:
+        """Suffixes of the environment's own children of a GpuWorkerPool."""
+        ...
+
+    def name_length_problems(self, platform: PlatformConfig) -> list[str]:
+        """Names the environment derives that would be too long for Helm or Kubernetes."""
+        ...
+
     # ----- the management cluster
 
     def check_before_registration(self, platform: PlatformConfig) -> None:

@@ -30,7 +30,8 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from components.config import parse_platform, required_secret_keys  # noqa: E402
+from components.config import required_secret_keys  # noqa: E402
+from components.stack import parse_platform  # noqa: E402
 
 PROJECT = "gpu-platform"
 ENV = "PULUMI_SECRET_CONFIG"

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.config import PlatformConfig
+from components.config import PlatformConfig, Tenant, WorkerPool
+from components.lab import config_checks as lab_config_checks
 from components.lab import management as lab_management
+from components.lab import names as lab_names
 from components.lab import network as lab_network
 from components.lab import preflight
 from components.lab import tenant as lab_tenant
@@ -33,6 +35,18 @@ class LabSubstrate:
     tenant_system_namespaces: tuple[str, ...] = ()
     # A lab torn down by hand (kind cluster deleted) must still be destroyable.
     tenant_provider_deletes_unreachable: bool = True
+
+    def config_problems(self, platform: PlatformConfig) -> list[str]:
+        return lab_config_checks.problems(platform)
+
+    def planned_tenant_parts(self, tenant: Tenant) -> Sequence[str]:
+        return lab_names.TENANT_PARTS
+
+    def planned_pool_parts(self, pool: WorkerPool) -> Sequence[str]:
+        return lab_names.pool_parts(pool)
+
+    def name_length_problems(self, platform: PlatformConfig) -> list[str]:
+        return lab_names.name_length_problems(platform)
 
     def check_before_registration(self, platform: PlatformConfig) -> None:
         # A host that cannot run the lab fails here, with every problem listed. Skipped in

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.config import PlatformConfig
+from components.config import PlatformConfig, Tenant, WorkerPool
 from components.prod import cluster_checks
+from components.prod import config_checks as prod_config_checks
 from components.prod import management as prod_management
+from components.prod import names as prod_names
 from components.prod import tenant as prod_tenant
 from components.prod.machines import cluster_api_machines
 from components.substrate import (
@@ -34,6 +36,18 @@ class ProdSubstrate:
     # which waits on the toolkit.
     tenant_system_namespaces: tuple[str, ...] = (GPU_OPERATOR_NAMESPACE,)
     tenant_provider_deletes_unreachable: bool = False
+
+    def config_problems(self, platform: PlatformConfig) -> list[str]:
+        return prod_config_checks.problems(platform)
+
+    def planned_tenant_parts(self, tenant: Tenant) -> Sequence[str]:
+        return prod_names.tenant_parts(tenant)
+
+    def planned_pool_parts(self, pool: WorkerPool) -> Sequence[str]:
+        return prod_names.pool_parts(pool)
+
+    def name_length_problems(self, platform: PlatformConfig) -> list[str]:
+        return prod_names.name_length_problems(platform)
 
     def check_before_registration(self, platform: PlatformConfig) -> None:
         if platform.adopted_namespaces:

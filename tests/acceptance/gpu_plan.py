@@ -197,9 +197,12 @@ class GpuPlan:
 def plan_gpu(platform: PlatformConfig) -> GpuPlan | None:
     """The first tenant pool whose nodes run HAMi's real device plugin on NVIDIA GPUs; None when
     the stack declares none (then TC-11 ... TC-15 skip)."""
+    from components.stack import substrate_for
+
+    default = substrate_for(platform).default_device_mode()
     for tenant in platform.tenants:
         for pool in tenant.worker_pools:
-            if platform.tenant_device_mode(pool) != "nvidia":
+            if (pool.device_mode or default) != "nvidia":
                 continue
             cards = pool.resolved_cards()
             if not cards:

@@ -29,7 +29,8 @@ from typing import Any
 import yaml
 
 from components.catalog import CardModel
-from components.config import CONFIG_KEY, PlatformConfig, Tenant, WorkerPool, parse_platform
+from components.config import CONFIG_KEY, PlatformConfig, Tenant, WorkerPool
+from components.stack import parse_platform
 from tests.acceptance.hami_evidence import (
     NVIDIA_GPU,
     NVIDIA_GPUCORES,
@@ -68,6 +69,13 @@ class StackBrokenError(Exception):
 # The CLI's answer when the stack does not exist (pulumi pkg/cmd/pulumi: "no stack named '%s'
 # found"): the one CLI error that means "nothing deployed".
 NO_STACK_TEXT = "no stack named"
+
+
+def device_mode(platform: PlatformConfig, pool: WorkerPool) -> str:
+    """The pool's device plugin: its own ``deviceMode``, else its environment's default."""
+    from components.stack import substrate_for
+
+    return pool.device_mode or substrate_for(platform).default_device_mode()
 
 
 def stack_name(environ: Mapping[str, str] | None = None) -> str:
@@ -313,7 +321,7 @@ def tenant_inventory(tenant: Tenant) -> Inventory:
 
 def uses_mock(platform: PlatformConfig, pool: WorkerPool) -> bool:
     """The pool's nodes run HAMi's mock device plugin (lab default) instead of the real one."""
-    return platform.tenant_device_mode(pool) == "mock"
+    return device_mode(platform, pool) == "mock"
 
 
 # What HAMi's mock device plugin v1.0.1 advertises for a node, computed here from the declared

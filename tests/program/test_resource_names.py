@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from components.config import parse_platform
-from components.resource_names import POOL_SCOPE, TENANT_SCOPE, planned_names
+from components.name_plan import planned_names
+from components.resource_names import POOL_SCOPE, TENANT_SCOPE
+from components.stack import parse_stack
 from tests.support.harness import Recording, evaluate, load_stack_config
 
 PLATFORM = "gpu-platform:platform"
@@ -77,7 +78,8 @@ def test_planned_names_are_what_the_components_register(case: str, preview: bool
     config = make()
     recording = evaluate(stack, preview, config=config)
     assert recording.error is None, recording.error
-    planned = {(p.scope, p.name) for p in planned_names(parse_platform(config[PLATFORM]))}
+    stack = parse_stack(config[PLATFORM])
+    planned = {(p.scope, p.name) for p in planned_names(stack.platform, stack.substrate)}
     registered = _registered(recording)
     assert registered - planned == set(), "registered but not planned: add it to resource_names"
     assert planned - registered == set(), "planned but never registered"

@@ -183,7 +183,8 @@ def operator_secret_placeholders(platform: dict[str, Any]) -> dict[str, str]:
     """Placeholders, in the shape the program expects, for the secret config keys a platform
     block refers to: a kubeconfig for the management cluster, a JSON object with the driver's
     keys for DataStore credentials (see components.tenant_specs.DATASTORE_SECRET_KEYS)."""
-    from components.config import ConfigError, parse_platform, required_secret_keys
+    from components.config import ConfigError, required_secret_keys
+    from components.stack import parse_platform
     from components.tenant_specs import DATASTORE_SECRET_KEYS
 
     try:

@@ -581,7 +581,7 @@ def test_configmap_carries_the_probe_source() -> None:
 
 
 def test_the_lab_has_no_real_gpu_pool_so_the_tests_skip() -> None:
-    from components.config import parse_platform
+    from components.stack import parse_platform
 
     lab = parse_platform(load_stack_config("lab")["gpu-platform:platform"])
     assert gpu_plan.plan_gpu(lab) is None
@@ -591,7 +591,7 @@ def test_the_lab_has_no_real_gpu_pool_so_the_tests_skip() -> None:
 
 
 def test_prod_runs_on_its_first_nvidia_pool() -> None:
-    from components.config import parse_platform
+    from components.stack import parse_platform
 
     prod = parse_platform(load_stack_config("prod")["gpu-platform:platform"])
     plan = gpu_plan.plan_gpu(prod)

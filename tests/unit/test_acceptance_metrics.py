@@ -22,7 +22,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from components.config import parse_platform
+from components.stack import parse_platform
 from tests.acceptance import hami_evidence as he
 from tests.acceptance import hami_metrics as hm
 from tests.acceptance import kube, stack

@@ -21,7 +21,8 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from components.config import PlatformConfig, parse_platform
+from components.config import PlatformConfig
+from components.stack import parse_platform
 from tests.acceptance import hami_evidence as he
 from tests.acceptance import kube, report, stack, workloads
 from tests.support.harness import load_stack_config

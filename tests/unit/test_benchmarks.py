@@ -36,7 +36,8 @@ from benchmarks.typed_floor import (
     custom_resource_kind,
     unsupported_types,
 )
-from components.config import ConfigError, Tenant, parse_platform
+from components.config import ConfigError, Tenant
+from components.stack import parse_platform
 from tests.support.harness import Registration, load_stack_config
 
 TENANT = "gpu-platform:index:GpuTenant"

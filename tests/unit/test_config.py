@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, PlatformConfig, parse_platform, required_secret_keys
+from components.config import ConfigError, PlatformConfig, required_secret_keys
+from components.stack import parse_platform, substrate_for
 from tests.support.harness import load_stack_config
 
 PLATFORM_KEY = "gpu-platform:platform"
@@ -59,7 +60,9 @@ def test_prod_stack_is_dedicated_and_keeps_secrets_out_of_the_file() -> None:
     assert all(t.data_store.dedicated is not None for t in platform.tenants)
     assert all(p.machine is not None for t in platform.tenants for p in t.worker_pools)
     assert all(
-        platform.tenant_device_mode(p) == "nvidia" for t in platform.tenants for p in t.worker_pools
+        (p.device_mode or substrate_for(platform).default_device_mode()) == "nvidia"
+        for t in platform.tenants
+        for p in t.worker_pools
     )
     assert required_secret_keys(platform) == ["managementKubeconfig", "speechDatastoreCredentials"]
     raw_file = load_stack_config("prod")

@@ -9,8 +9,10 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.config import ConfigError, check_secrets_present, parse_platform
-from components.resource_names import HELM_RELEASE_NAME_MAX, name_collisions
+from components.config import ConfigError, check_secrets_present
+from components.name_plan import name_collisions
+from components.resource_names import HELM_RELEASE_NAME_MAX
+from components.stack import parse_platform, substrate_for
 from tests.support.harness import load_stack_config
 
 PLATFORM = "gpu-platform:platform"
@@ -28,7 +30,8 @@ def _refused(raw: dict[str, Any]) -> str:
 
 def test_the_shipped_stacks_have_no_name_problems() -> None:
     for stack in ("lab", "prod"):
-        assert name_collisions(parse_platform(_platform(stack))) == []
+        platform = parse_platform(_platform(stack))
+        assert name_collisions(platform, substrate_for(platform)) == []
 
 
 @pytest.mark.parametrize(

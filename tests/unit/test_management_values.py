@@ -15,7 +15,6 @@ from components.config import (
     InfrastructureProvider,
     ProviderFetch,
     ProviderFetchSources,
-    parse_platform,
 )
 from components.management_values import (
     CERT_MANAGER_CRDS,
@@ -37,6 +36,7 @@ from components.management_values import (
     readiness_probe_capi,
     readiness_probe_tcp,
 )
+from components.stack import parse_platform
 from components.versions import PINNED
 from tests.support.contracts import crd_violations, missing_values_keys
 from tests.support.harness import load_stack_config

@@ -8,8 +8,8 @@ import re
 
 import yaml
 
-from components.config import parse_platform
 from components.config_reference import END, START, reference_rows, with_reference
+from components.stack import parse_platform
 from tests.support.harness import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text()

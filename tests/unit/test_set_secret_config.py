@@ -14,7 +14,8 @@ from types import ModuleType
 
 import pytest
 
-from components.config import parse_platform, required_secret_keys
+from components.config import required_secret_keys
+from components.stack import parse_platform
 from tests.support.harness import REPO_ROOT, load_stack_config
 
 SCRIPT = REPO_ROOT / "scripts" / "set_secret_config.py"

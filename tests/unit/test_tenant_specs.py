@@ -17,8 +17,8 @@ from components.config import (
     GpuRequest,
     Tenant,
     Workload,
-    parse_platform,
 )
+from components.stack import parse_platform
 from components.tenant_specs import (
     capi_cluster,
     data_store_name,

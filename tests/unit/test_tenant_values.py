@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import DedicatedDataStore, GpuDriver, HamiSettings, parse_platform
+from components.config import DedicatedDataStore, GpuDriver, HamiSettings
 from components.lab import tenant as lab_tenant
 from components.lab.substrate import LabSubstrate
 from components.prod import tenant as prod_tenant
 from components.prod.substrate import ProdSubstrate
+from components.stack import parse_platform
 from components.tenant_values import (
     HAMI_DEVICE_LIST_STRATEGY,
     calico_values,

@@ -1,0 +1,92 @@
+"""What every configuration model shares: the strict base model, the error type, and the
+checks of names and versions."""
+
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+
+from pulumi import RunError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+)
+from pydantic.alias_generators import to_camel
+
+from components.versions import PINNED
+
+CONFIG_KEY = "platform"
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+KUBERNETES_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
+# Schema and username end up in etcd prefixes, SQL database and role names: keep them portable.
+DATASTORE_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+# Namespaces HAMi's webhook must never gate (platform.md §3, pitfall 3).
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+# Cross-field checks report every problem at once; each becomes its own line in the error.
+PROBLEM_SEPARATOR = "\n"
+# Fixes for pydantic's generic messages, by error type.
+_FIXES = MappingProxyType(
+    {
+        "greater_than": "zero or negative values are not allowed",
+        "greater_than_equal": "use a larger value",
+        "less_than_equal": "use a smaller value",
+        "too_short": "add at least one entry",
+        "literal_error": "use one of the listed values",
+        "int_parsing": "write a whole number",
+        "int_from_float": "write a whole number",
+        "string_type": "write a string (quote it in YAML)",
+        "bool_parsing": "write true or false",
+        "string_pattern_mismatch": "see this key in docs/configuration.md",
+    }
+)
+
+
+class ConfigError(RunError, ValueError):
+    """Bad stack configuration: one message per problem, each naming the key and the fix.
+
+    A ``pulumi.RunError``: the CLI's Python host prints a RunError as its message alone and any
+    other exception with a traceback (pulumi/pulumi v3.259.0,
+    sdk/python/cmd/pulumi-language-python-exec:234-240)."""
+
+
+def problem_message(header: str, problems: list[str]) -> str:
+    """``header: problem`` on one line for one problem; one indented line per problem else."""
+    if len(problems) == 1:
+        return f"{header}: {problems[0]}"
+    return f"{header}:\n  " + "\n  ".join(problems)
+
+
+class _Model(BaseModel):
+    """Strict base: camelCase keys in YAML, unknown keys rejected, values frozen."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+    )
+
+
+def _dns1123(value: str, what: str) -> str:
+    if len(value) > 63 or not DNS1123_LABEL.match(value):
+        raise ValueError(
+            f"{what} {value!r} is not a DNS-1123 label: use at most 63 lower-case letters, "
+            "digits and '-', starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _kubernetes_version(value: str) -> str:
+    match = KUBERNETES_VERSION.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not a Kubernetes version: write it like v1.35.0")
+    if int(match.group(1)) > PINNED.kamaji_max_tenant_minor:
+        raise ValueError(
+            f"{value} is above what Kamaji {PINNED.kamaji_image_tag} accepts "
+            f"(v1.{PINNED.kamaji_max_tenant_minor}): pick v1.{PINNED.kamaji_max_tenant_minor}.x "
+            "or lower"
+        )
+    return value

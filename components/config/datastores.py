@@ -1,0 +1,113 @@
+"""Where tenants' control-plane state lives: DataStores and each tenant's binding to one."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import (
+    Field,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
+
+from components.config.base import DATASTORE_IDENTIFIER, DNS1123_SUBDOMAIN, _dns1123, _Model
+
+
+class DataStoreSpec(_Model):
+    """A DataStore the platform creates and tenants may bind to by name."""
+
+    name: str = Field(description="DataStore name (cluster-scoped)")
+    driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"] = Field(description="its kind")
+    endpoints: list[str] = Field(min_length=1, description="host:port of each server")
+    credentials_config_key: str | None = Field(
+        default=None,
+        description="secret config key holding TLS material / password (never in clear text)",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _dns1123(value, "DataStore name")
+
+
+class DedicatedDataStore(_Model):
+    """A DataStore that serves exactly one tenant: a kamaji-etcd release, or an external one."""
+
+    driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"] = Field(
+        default="etcd", description="etcd is deployed per tenant; others are external"
+    )
+    replicas: PositiveInt = Field(default=3, description="kamaji-etcd members (etcd only)")
+    storage_size: str = Field(default="8Gi", description="kamaji-etcd PVC size (etcd only)")
+    storage_class_name: str | None = Field(
+        default=None,
+        description="kamaji-etcd PVC StorageClass (etcd only); default: the management "
+        "cluster's default StorageClass, which must then exist",
+    )
+    endpoints: list[str] = Field(
+        default_factory=list, description="external servers; empty = deploy kamaji-etcd"
+    )
+    credentials_config_key: str | None = Field(
+        default=None, description="secret config key with its TLS material / password"
+    )
+
+    @model_validator(mode="after")
+    def _external_needs_endpoints(self) -> DedicatedDataStore:
+        if self.driver != "etcd" and not self.endpoints:
+            raise ValueError(
+                f"a dedicated {self.driver} DataStore is external: give its endpoints "
+                "(only etcd is deployed by the platform)"
+            )
+        if self.endpoints and self.credentials_config_key is None:
+            raise ValueError(
+                "an external DataStore needs credentialsConfigKey naming a secret config value"
+            )
+        return self
+
+    @field_validator("storage_class_name")
+    @classmethod
+    def _storage_class(cls, value: str | None) -> str | None:
+        if value is not None and not DNS1123_SUBDOMAIN.match(value):
+            raise ValueError(f"{value!r} is not a StorageClass name (a DNS-1123 subdomain)")
+        return value
+
+    @model_validator(mode="after")
+    def _storage_class_only_for_kamaji_etcd(self) -> DedicatedDataStore:
+        if self.storage_class_name is not None and not self.deploys_kamaji_etcd:
+            raise ValueError(
+                "storageClassName sizes the kamaji-etcd the platform deploys; an external "
+                "DataStore has none: remove it"
+            )
+        return self
+
+    @property
+    def deploys_kamaji_etcd(self) -> bool:
+        """True when the platform runs the etcd itself (no external endpoints)."""
+        return self.driver == "etcd" and not self.endpoints
+
+
+class DataStoreBinding(_Model):
+    """Where a tenant's state lives: a named (possibly shared) DataStore, or a dedicated one."""
+
+    name: str | None = Field(default=None, description="an existing or declared DataStore")
+    dedicated: DedicatedDataStore | None = Field(
+        default=None, description="a DataStore serving this tenant only"
+    )
+    schema_name: str = Field(alias="schema", description="etcd prefix / SQL database")
+    username: str = Field(description="datastore user (etcd user / SQL role)")
+
+    @field_validator("schema_name", "username")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not DATASTORE_IDENTIFIER.match(value):
+            raise ValueError(
+                f"{value!r} is not usable as a schema or username: use lower-case letters, "
+                "digits and '_', starting with a letter"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_target(self) -> DataStoreBinding:
+        if (self.name is None) == (self.dedicated is None):
+            raise ValueError("give exactly one of name (a shared DataStore) or dedicated")
+        return self

@@ -1,0 +1,91 @@
+"""Turning the raw ``platform`` object into models, and the secret config keys it names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from components.config.base import (
+    _FIXES,
+    CONFIG_KEY,
+    PROBLEM_SEPARATOR,
+    ConfigError,
+    problem_message,
+)
+from components.config.platform import PlatformConfig
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + part
+    return text or "platform"
+
+
+def validate_models(raw: Mapping[str, Any] | None) -> PlatformConfig:
+    """The raw ``platform`` object as models: shapes, types and each model's own rules; raise
+    ConfigError with one line per problem. ``components.stack.parse_platform`` adds the checks
+    across the whole stack."""
+    if raw is None:
+        raise ConfigError(
+            f"config key '{CONFIG_KEY}' is missing: copy Pulumi.lab.yaml's platform block "
+            "into your stack file"
+        )
+    try:
+        platform = PlatformConfig.model_validate(raw)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            where = _location(error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "extra_forbidden":
+                message = "unknown key: remove it or check its spelling (keys are camelCase)"
+            elif error["type"] == "missing":
+                message = "required key is missing: add it"
+            elif error["type"] in _FIXES:
+                message = f"{message}: {_FIXES[error['type']]}"
+            if not error["loc"]:
+                # Cross-field problems already name their keys, one per line.
+                lines.extend(message.split(PROBLEM_SEPARATOR))
+                continue
+            lines.extend(f"{where}: {part}" for part in message.split(PROBLEM_SEPARATOR))
+        raise ConfigError(problem_message("invalid stack configuration", lines)) from None
+    return platform
+
+
+def required_secret_keys(platform: PlatformConfig) -> list[str]:
+    """Config keys (besides ``platform``) that must hold secrets: the prod management kubeconfig,
+    the Cluster API operator's GitHub token when one is named, and the credentials of external
+    DataStores. The program reads them with ``require_secret``."""
+    keys: list[str] = []
+    if platform.management.existing is not None:
+        keys.append(platform.management.existing.kubeconfig_config_key)
+        token_key = platform.management.existing.cluster_api.github_token_config_key
+        if token_key is not None:
+            keys.append(token_key)
+    keys += [d.credentials_config_key for d in platform.data_stores if d.credentials_config_key]
+    for tenant in platform.tenants:
+        dedicated = tenant.data_store.dedicated
+        if dedicated is not None and dedicated.credentials_config_key:
+            keys.append(dedicated.credentials_config_key)
+    return sorted(set(keys))
+
+
+def check_secrets_present(platform: PlatformConfig, lookup: Callable[[str], object | None]) -> None:
+    """Fail early, naming the command, when a secret the stack refers to is not set."""
+    missing = [key for key in required_secret_keys(platform) if lookup(key) is None]
+    if missing:
+        raise ConfigError(
+            problem_message(
+                "secret config values are missing",
+                [
+                    f"{key}: set it with `pulumi config set --secret {key} < <file>`"
+                    for key in missing
+                ],
+            )
+        )

@@ -1,0 +1,287 @@
+"""The whole stack: mode, Kubernetes version, management cluster, HAMi, the GPU driver,
+DataStores and tenants, and the cross-field checks every stack has."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections import Counter
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from components.config.base import ConfigError, _kubernetes_version, _Model
+from components.config.datastores import DataStoreSpec
+from components.config.management import ExistingManagement, KindManagement, Management
+from components.config.tenants import Tenant
+from components.versions import kind_node_image
+
+
+class HamiSettings(_Model):
+    """How HAMi runs inside every tenant."""
+
+    webhook_failure_policy: Literal["Fail", "Ignore"] = Field(
+        default="Fail", description="Fail: GPU pods are refused, never silently unscheduled by HAMi"
+    )
+    node_lock_timeout: str = Field(
+        default="30s", description="backstop for locks the device plugin never releases"
+    )
+    gpu_scheduler_policy: Literal["spread", "binpack"] = Field(
+        default="spread", description="card order on a node"
+    )
+    node_scheduler_policy: Literal["spread", "binpack"] = Field(
+        default="binpack", description="node order"
+    )
+
+
+_DRIVER_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_DRIVER_BRANCH = re.compile(r"^\d+$")
+_CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+class GpuDriver(_Model):
+    """Prod: how the NVIDIA kernel driver reaches the GPU machines (the GPU Operator's
+    ``driver.*``, one setting for every tenant's ClusterPolicy)."""
+
+    source: Literal["runtime-built", "precompiled", "preinstalled"] = Field(
+        default="runtime-built",
+        description="runtime-built: the operator's driver container compiles the module on each "
+        "node (needs the running kernel's headers, no Secure Boot, no driver in the image); "
+        "precompiled: per-kernel driver images (driver.usePrecompiled); preinstalled: the "
+        "machine image ships the driver (driver.enabled false)",
+    )
+    version: str | None = Field(
+        default=None,
+        description="driver.version: a full version for runtime-built (default the chart's "
+        "595.91.07), the driver branch for precompiled (e.g. 595, required)",
+    )
+    package_repositories: dict[str, str] = Field(
+        default_factory=dict,
+        description="runtime-built: package repository files (file name: content, e.g. an apt "
+        "mirror with the kernel headers) the driver container installs from; the program "
+        "creates them as driver.repoConfig",
+    )
+    auto_upgrade: bool | None = Field(
+        default=None,
+        description="driver.upgradePolicy.autoUpgrade (chart default true: a driver change "
+        "drains GPU pods node by node)",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuDriver:
+        if self.source == "preinstalled":
+            given = [
+                key
+                for key, value in (
+                    ("version", self.version),
+                    ("packageRepositories", self.package_repositories or None),
+                    ("autoUpgrade", self.auto_upgrade),
+                )
+                if value is not None
+            ]
+            if given:
+                raise ValueError(
+                    f"a preinstalled driver comes with the machine image and the GPU Operator "
+                    f"does not manage it: remove {', '.join(given)}"
+                )
+        if self.source == "precompiled":
+            if self.version is None or not _DRIVER_BRANCH.match(self.version):
+                raise ValueError(
+                    "precompiled driver images are tagged <branch>-<kernel>: give version as the "
+                    "driver branch, e.g. 595"
+                )
+            if self.package_repositories:
+                raise ValueError(
+                    "precompiled drivers need no kernel headers (the GPU Operator ignores "
+                    "repoConfig for them): remove packageRepositories"
+                )
+        runtime_version = self.version if self.source == "runtime-built" else None
+        if runtime_version is not None and not _DRIVER_VERSION.match(runtime_version):
+            raise ValueError(f"{runtime_version!r} is not a driver version like 595.91.07")
+        for name in self.package_repositories:
+            if not _CONFIGMAP_KEY.match(name):
+                raise ValueError(
+                    f"packageRepositories: {name!r} is not a file name (letters, digits, '-', "
+                    "'_', '.')"
+                )
+            if not name.endswith(_REPOSITORY_FILE_SUFFIXES):
+                raise ValueError(
+                    f"packageRepositories: {name!r} would be ignored: the operator mounts each "
+                    "key as a file in the driver container's /etc/apt/sources.list.d or "
+                    "/etc/yum.repos.d, and apt reads only *.list and *.sources files there, "
+                    "yum/dnf/zypper only *.repo; name it e.g. mirror.list"
+                )
+        return self
+
+
+# --------------------------------------------------------------------------------- platform
+
+
+# apt reads /etc/apt/sources.list.d/*.list and *.sources (sources.list(5)); yum, dnf and
+# zypper read *.repo from their repository directories (yum.conf(5) reposdir, zypper(8)).
+_REPOSITORY_FILE_SUFFIXES = (".list", ".sources", ".repo")
+
+
+class PlatformConfig(_Model):
+    """The whole stack: mode, one Kubernetes version, management cluster, tenants."""
+
+    mode: Literal["lab", "prod"] = Field(
+        description="lab: kind + simulated GPUs on one host; prod: existing cluster + Cluster API"
+    )
+    kubernetes_version: str = Field(
+        description="drives tenant control planes, worker images and HAMi's kube-scheduler"
+    )
+    worker_image: str | None = Field(
+        default=None,
+        description="lab: kindest/node image (default: the tenant version, by digest when the "
+        "pinned kind release published one)",
+    )
+    management: Management = Field(description="exactly one of kind (lab) or existing (prod)")
+    hami: HamiSettings = Field(default=HamiSettings(), description="HAMi inside every tenant")
+    gpu_driver: GpuDriver = Field(
+        default=GpuDriver(), description="prod: the NVIDIA driver on the GPU machines"
+    )
+    data_stores: list[DataStoreSpec] = Field(
+        default_factory=list, description="extra (external) DataStores tenants may bind to by name"
+    )
+    tenants: list[Tenant] = Field(min_length=1, description="one entry per team")
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        return _kubernetes_version(value)
+
+    # ----- derived views the components use
+
+    @property
+    def adopted_namespaces(self) -> list[tuple[str, str]]:
+        """``(config key, namespace)`` of every tenant namespace the program adopts (reads and
+        never creates): each must exist on the management cluster before ``up`` or preview."""
+        return [
+            (f"tenants[{index}].managementNamespace.existing", tenant.namespace)
+            for index, tenant in enumerate(self.tenants)
+            if tenant.management_namespace.existing
+        ]
+
+    @property
+    def effective_worker_image(self) -> str:
+        """The kindest/node image every lab worker runs: always the tenant version."""
+        return self.worker_image or kind_node_image(self.kubernetes_version)
+
+    @property
+    def kind(self) -> KindManagement:
+        """The lab's kind settings (only valid in mode lab)."""
+        if self.management.kind is None:
+            raise ConfigError("management.kind is only set in mode lab")
+        return self.management.kind
+
+    @property
+    def existing(self) -> ExistingManagement:
+        """The prod management settings (only valid in mode prod)."""
+        if self.management.existing is None:
+            raise ConfigError("management.existing is only set in mode prod")
+        return self.management.existing
+
+
+def platform_problems(platform: PlatformConfig, *, default_datastore: bool) -> list[str]:
+    """Cross-field problems every stack can have, one line each naming its key and the fix;
+    ``default_datastore``: whether the environment runs Kamaji's bundled etcd as the DataStore
+    ``default``. The environment's own checks live in ``components.lab`` and ``components.prod``;
+    ``components.stack`` runs both, so one error lists every problem."""
+    return [
+        *_duplicates("tenants[].name", [t.name for t in platform.tenants]),
+        *_duplicates("dataStores[].name", [d.name for d in platform.data_stores]),
+        *_datastore_binding_problems(platform, default_datastore),
+        *_cidr_problems(platform),
+        *_management_namespace_problems(platform),
+    ]
+
+
+def _datastore_binding_problems(platform: PlatformConfig, default_datastore: bool) -> list[str]:
+    problems: list[str] = []
+    bindings = [t.data_store for t in platform.tenants]
+    for key, values in (
+        ("schema", [b.schema_name for b in bindings]),
+        ("username", [b.username for b in bindings]),
+    ):
+        for dupe in _repeated(values):
+            problems.append(
+                f"tenants[].dataStore.{key}: {dupe!r} is used by more than one tenant; "
+                f"give every tenant its own {key} (Kamaji does not enforce it)"
+            )
+    declared = {d.name: d for d in platform.data_stores}
+    known = set(declared)
+    if default_datastore:
+        known.add("default")
+    users: dict[str, list[str]] = {}
+    for index, tenant in enumerate(platform.tenants):
+        binding = tenant.data_store
+        if binding.name is None:
+            continue
+        if binding.name not in known:
+            problems.append(
+                f"tenants[{index}].dataStore.name: {binding.name!r} is not a DataStore this "
+                f"stack has (known: {', '.join(sorted(known)) or 'none'}); declare it under "
+                "dataStores or use dedicated"
+            )
+        users.setdefault(binding.name, []).append(tenant.name)
+    for name, tenants in users.items():
+        spec = declared.get(name)
+        if spec is not None and spec.driver == "NATS" and len(tenants) > 1:
+            problems.append(
+                f"dataStores {name!r} is NATS and serves {', '.join(tenants)}: a NATS "
+                "DataStore serves one tenant only; give the others their own DataStore"
+            )
+    return problems
+
+
+def _cidr_problems(platform: PlatformConfig) -> list[str]:
+    problems: list[str] = []
+    networks: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
+    for index, tenant in enumerate(platform.tenants):
+        networks.append((f"tenants[{index}].network.podCidr", _net(tenant.network.pod_cidr)))
+        networks.append(
+            (f"tenants[{index}].network.serviceCidr", _net(tenant.network.service_cidr))
+        )
+    if platform.management.kind is not None:
+        networks.append(("management.kind.podSubnet", _net(platform.management.kind.pod_subnet)))
+        networks.append(
+            ("management.kind.serviceSubnet", _net(platform.management.kind.service_subnet))
+        )
+    for i, (key_a, net_a) in enumerate(networks):
+        for key_b, net_b in networks[i + 1 :]:
+            same_tenant = key_a.split(".network")[0] == key_b.split(".network")[0]
+            if net_a.overlaps(net_b) and not same_tenant:
+                problems.append(
+                    f"{key_b} {net_b} overlaps {key_a} {net_a}: give every tenant and the "
+                    "management cluster disjoint ranges"
+                )
+    return problems
+
+
+def _management_namespace_problems(platform: PlatformConfig) -> list[str]:
+    """One namespace per tenant: a tenant's NetworkPolicies admit all of its namespace."""
+    return [
+        f"tenants[].managementNamespace.name: {dupe!r} is the namespace of more than one "
+        "tenant; give each its own (a tenant's NetworkPolicies admit all of its namespace)"
+        for dupe in _repeated(t.namespace for t in platform.tenants)
+    ]
+
+
+def _net(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    return ipaddress.ip_network(cidr)
+
+
+def _repeated(values: Iterable[str]) -> list[str]:
+    return sorted(value for value, n in Counter(values).items() if n > 1)
+
+
+def _duplicates(key: str, values: list[str]) -> list[str]:
+    return [
+        f"{key}: {dupe!r} is declared twice; names must be unique" for dupe in _repeated(values)
+    ]

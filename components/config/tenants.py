@@ -1,0 +1,253 @@
+"""One team: its hosted control plane, network, quotas, workloads and worker pools."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter
+from typing import Annotated, Literal
+
+from pydantic import (
+    Field,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
+
+from components.config.base import SYSTEM_NAMESPACES, _dns1123, _Model
+from components.config.datastores import DataStoreBinding
+from components.config.pools import WorkerPool
+
+
+class ComponentResources(_Model):
+    """Requests (and optional limits) of one control-plane container."""
+
+    requests: dict[str, str] = Field(default_factory=dict, description="cpu/memory requests")
+    limits: dict[str, str] = Field(default_factory=dict, description="cpu/memory limits")
+
+
+class ControlPlaneResources(_Model):
+    """Requests of the hosted control plane's containers (per replica)."""
+
+    api_server: ComponentResources = Field(
+        default=ComponentResources(requests={"cpu": "250m", "memory": "512Mi"}),
+        description="kube-apiserver container",
+    )
+    controller_manager: ComponentResources = Field(
+        default=ComponentResources(requests={"cpu": "125m", "memory": "256Mi"}),
+        description="kube-controller-manager container",
+    )
+    scheduler: ComponentResources = Field(
+        default=ComponentResources(requests={"cpu": "125m", "memory": "128Mi"}),
+        description="kube-scheduler container",
+    )
+
+
+WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
+
+
+class ControlPlane(_Model):
+    """The hosted control plane's shape."""
+
+    replicas: PositiveInt = Field(default=1, description="control-plane pods")
+    service_type: Literal["LoadBalancer"] = Field(
+        default="LoadBalancer",
+        description="how workers reach the API (6443) and Konnectivity (8132); NodePort would "
+        "need both ports in 30000-32767 and is not supported",
+    )
+    address: str | None = Field(
+        default=None,
+        description="fixed LoadBalancer IP (lab: an optional pin, one of the MetalLB pool's and "
+        "no other tenant's; unset: MetalLB assigns a free pool address, which stays the "
+        "tenant's while its control plane exists)",
+    )
+    resources: ControlPlaneResources = Field(
+        default=ControlPlaneResources(), description="per control-plane container"
+    )
+    admission_controllers: list[str] | None = Field(
+        default=None, description="None keeps Kamaji's default list"
+    )
+
+    @field_validator("admission_controllers")
+    @classmethod
+    def _keeps_webhooks(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            missing = [plugin for plugin in WEBHOOK_PLUGINS if plugin not in value]
+            if missing:
+                raise ValueError(
+                    f"admissionControllers must keep {' and '.join(missing)}: without them "
+                    "HAMi's webhook never runs (or drop the key to keep Kamaji's default)"
+                )
+        return value
+
+    @field_validator("address")
+    @classmethod
+    def _ip(cls, value: str | None) -> str | None:
+        if value is not None:
+            ipaddress.IPv4Address(value)
+        return value
+
+
+class TenantNetwork(_Model):
+    pod_cidr: str = Field(description="tenant pods (Calico pool and TCP podCidr)")
+    service_cidr: str = Field(description="tenant services")
+
+    @field_validator("pod_cidr", "service_cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            ipaddress.ip_network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a network CIDR like 10.10.0.0/16 ({exc})") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> TenantNetwork:
+        if ipaddress.ip_network(self.pod_cidr).overlaps(ipaddress.ip_network(self.service_cidr)):
+            raise ValueError(
+                f"podCidr {self.pod_cidr} overlaps serviceCidr {self.service_cidr}: "
+                "give them disjoint ranges"
+            )
+        return self
+
+
+class GpuQuota(_Model):
+    """A namespace ResourceQuota on HAMi's resources inside the tenant."""
+
+    namespace: str = Field(description="tenant namespace the quota applies to")
+    gpu_memory_mib: PositiveInt = Field(
+        alias="gpuMemoryMiB", description="limits.nvidia.com/gpumem"
+    )
+    gpu_cores: PositiveInt = Field(description="limits.nvidia.com/gpucores")
+    gpus: PositiveInt = Field(description="requests.nvidia.com/gpu (cards, i.e. sharing slots)")
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        return _dns1123(value, "quota namespace")
+
+
+class GpuRequest(_Model):
+    """What one workload container asks of HAMi."""
+
+    cards: PositiveInt = Field(default=1, description="nvidia.com/gpu: distinct cards")
+    memory_mib: PositiveInt | None = Field(
+        default=None, alias="memoryMiB", description="nvidia.com/gpumem"
+    )
+    memory_percentage: Annotated[int, Field(ge=1, le=100)] | None = Field(
+        default=None, description="nvidia.com/gpumem-percentage"
+    )
+    cores: Annotated[int, Field(ge=1, le=100)] = Field(description="nvidia.com/gpucores")
+
+    @model_validator(mode="after")
+    def _one_memory(self) -> GpuRequest:
+        if (self.memory_mib is None) == (self.memory_percentage is None):
+            raise ValueError("give exactly one of memoryMiB or memoryPercentage")
+        return self
+
+
+class Workload(_Model):
+    """A GPU workload declared for a tenant, so previews (and the policy pack) review it."""
+
+    name: str = Field(description="Deployment name")
+    namespace: str = Field(default="default", description="tenant namespace")
+    replicas: Annotated[int, Field(ge=0)] = Field(default=1, description="pods")
+    image: str = Field(default="busybox:1.37.0", description="container image (pinned tag)")
+    command: list[str] = Field(
+        default_factory=lambda: ["sleep", "infinity"], description="container command"
+    )
+    gpu: GpuRequest = Field(description="what each pod asks of HAMi")
+
+    @field_validator("name", "namespace")
+    @classmethod
+    def _names(cls, value: str) -> str:
+        return _dns1123(value, "workload name/namespace")
+
+
+# Namespaces of the management cluster that are not a tenant's to take: Kubernetes' own and the
+# ones the platform installs into (components.management_values; a test keeps them equal).
+PLATFORM_NAMESPACES = (
+    "default",
+    *SYSTEM_NAMESPACES,
+    "cert-manager",
+    "kamaji-system",
+    "metallb-system",
+    "capi-operator-system",
+    "capi-system",
+    "capi-kubeadm-bootstrap-system",
+    "capi-kamaji-control-plane-system",
+    "capm3-system",
+    "capd-system",
+)
+
+
+class ManagementNamespace(_Model):
+    """The tenant's namespace in the management cluster: its Cluster API objects, control plane,
+    datastore and — on Metal3 — the BareMetalHosts its machines may take."""
+
+    name: str | None = Field(default=None, description="default: the tenant's name")
+    existing: bool = Field(
+        default=False,
+        description="adopt a namespace that already exists (it holds the tenant's "
+        "BareMetalHosts and BMC Secrets): read it, never create or delete it; required with "
+        "metal3",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        _dns1123(value, "namespace")
+        if value in PLATFORM_NAMESPACES:
+            raise ValueError(
+                f"{value!r} belongs to Kubernetes or the platform; give the tenant a namespace "
+                "of its own"
+            )
+        return value
+
+
+class Tenant(_Model):
+    """One team: its hosted control plane, datastore binding, network, quotas and GPU pools."""
+
+    name: str = Field(description="DNS-1123 label; names the TCP, namespace and resources")
+    data_store: DataStoreBinding = Field(description="where its control-plane state lives")
+    network: TenantNetwork = Field(description="disjoint from every other tenant")
+    control_plane: ControlPlane = Field(
+        default=ControlPlane(), description="the hosted control plane"
+    )
+    gpu_quotas: list[GpuQuota] = Field(
+        default_factory=list, description="HAMi ResourceQuotas inside the tenant"
+    )
+    worker_pools: list[WorkerPool] = Field(
+        min_length=1,
+        description="GPU node pools (at least one: the tenant's CNI and HAMi run on its workers)",
+    )
+    workloads: list[Workload] = Field(
+        default_factory=list, description="GPU workloads reviewed at preview, then deployed"
+    )
+    management_namespace: ManagementNamespace = Field(
+        default=ManagementNamespace(),
+        description="its namespace in the management cluster (created, or adopted with existing)",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _dns1123(value, "tenant name")
+
+    @property
+    def namespace(self) -> str:
+        """The tenant's namespace in the management cluster."""
+        return self.management_namespace.name or self.name
+
+    @model_validator(mode="after")
+    def _unique_children(self) -> Tenant:
+        for what, names in (
+            ("worker pool", [pool.name for pool in self.worker_pools]),
+            ("workload", [f"{w.namespace}/{w.name}" for w in self.workloads]),
+            ("quota namespace", [quota.namespace for quota in self.gpu_quotas]),
+        ):
+            dupes = sorted(name for name, n in Counter(names).items() if n > 1)
+            if dupes:
+                raise ValueError(f"{what} {', '.join(dupes)} is declared twice: names are unique")
+        return self

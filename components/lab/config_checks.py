@@ -1,0 +1,92 @@
+"""What a lab stack's configuration must also satisfy: kind, containers and simulated GPUs.
+
+Called by ``components.stack`` after the models validated, together with the checks every
+stack has, so one error lists every problem. Each line names the key and the fix.
+"""
+
+from __future__ import annotations
+
+from components.config import PlatformConfig
+from components.lab.mock_device_plugin import MAX_NODE_MEMORY_MIB
+from components.lab.network import pinned_address_problems, pool_size_problem
+
+
+def problems(platform: PlatformConfig) -> list[str]:
+    found = _management(platform)
+    if found:  # the checks below read management.kind
+        return found
+    return [
+        *_worker_image(platform),
+        *_pools(platform),
+        *_management_namespaces(platform),
+        *_gpu_driver(platform),
+        *_addresses(platform),
+    ]
+
+
+def _management(platform: PlatformConfig) -> list[str]:
+    if platform.management.kind is None or platform.management.existing:
+        return ["management: mode lab needs management.kind (and no management.existing)"]
+    return []
+
+
+def _worker_image(platform: PlatformConfig) -> list[str]:
+    if platform.worker_image is None:
+        return []
+    tag = platform.worker_image.split("@", 1)[0].rsplit(":", 1)[-1]
+    if tag != platform.kubernetes_version:
+        return [
+            f"workerImage {platform.worker_image} is not {platform.kubernetes_version}: workers "
+            f"must run the tenant version (kindest/node:{platform.kubernetes_version}), or drop "
+            "the key"
+        ]
+    return []
+
+
+def _pools(platform: PlatformConfig) -> list[str]:
+    found: list[str] = []
+    for t_index, tenant in enumerate(platform.tenants):
+        for p_index, pool in enumerate(tenant.worker_pools):
+            key = f"tenants[{t_index}].workerPools[{p_index}]"
+            mock = (pool.device_mode or "mock") == "mock"
+            if not mock:
+                found.append(
+                    f"{key}.deviceMode: the lab's kindest/node workers have no GPUs; use mock"
+                )
+            if pool.machine is not None:
+                found.append(f"{key}.machine: lab workers are containers; remove machine")
+            memory = sum(card.memory_mib * count for card, count in pool.resolved_cards())
+            if mock and memory > MAX_NODE_MEMORY_MIB:
+                found.append(
+                    f"{key}.cards: {memory} MiB per node is more than the mock device "
+                    f"plugin can advertise ({MAX_NODE_MEMORY_MIB} MiB: one device per "
+                    "MiB in one message to the kubelet); put fewer cards on each node and "
+                    "raise replicas"
+                )
+    return found
+
+
+def _management_namespaces(platform: PlatformConfig) -> list[str]:
+    return [
+        f"tenants[{index}].managementNamespace.existing: the lab's kind cluster is created by "
+        "this program, so no namespace exists in it beforehand; remove existing"
+        for index, tenant in enumerate(platform.tenants)
+        if tenant.management_namespace.existing
+    ]
+
+
+def _gpu_driver(platform: PlatformConfig) -> list[str]:
+    if "gpu_driver" in platform.model_fields_set:
+        return ["gpuDriver: the lab's GPUs are simulated and get no driver; remove gpuDriver"]
+    return []
+
+
+def _addresses(platform: PlatformConfig) -> list[str]:
+    """Lab tenants without a pin get their address from MetalLB (components.lab.network):
+    the pool must hold one per tenant, and no address may be pinned twice."""
+    too_small = pool_size_problem(platform.kind.metallb_pool_size, len(platform.tenants))
+    if too_small is not None:
+        return [too_small]
+    return pinned_address_problems(
+        [(tenant.name, tenant.control_plane.address) for tenant in platform.tenants]
+    )

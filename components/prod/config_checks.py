@@ -1,0 +1,115 @@
+"""What a prod stack's configuration must also satisfy: an existing cluster, Cluster API
+machines, real GPUs, a dedicated datastore per tenant and, with Metal3, adopted namespaces.
+
+Called by ``components.stack`` after the models validated, together with the checks every
+stack has, so one error lists every problem. Each line names the key and the fix.
+"""
+
+from __future__ import annotations
+
+from components.config import PlatformConfig
+
+
+def problems(platform: PlatformConfig) -> list[str]:
+    found = _management(platform)
+    if found:  # the checks below read management.existing
+        return found
+    return [
+        *_worker_image(platform),
+        *_shared_datastores(platform),
+        *_pools(platform),
+        *_management_namespaces(platform),
+        *_pool_providers(platform),
+    ]
+
+
+def _management(platform: PlatformConfig) -> list[str]:
+    if platform.management.existing is None or platform.management.kind:
+        return ["management: mode prod needs management.existing (and no management.kind)"]
+    return []
+
+
+def _worker_image(platform: PlatformConfig) -> list[str]:
+    if platform.worker_image is not None:
+        return ["workerImage: prod workers are Cluster API machines; remove workerImage"]
+    return []
+
+
+def _shared_datastores(platform: PlatformConfig) -> list[str]:
+    users: dict[str, list[str]] = {}
+    for tenant in platform.tenants:
+        if tenant.data_store.name is not None:
+            users.setdefault(tenant.data_store.name, []).append(tenant.name)
+    return [
+        f"tenants {', '.join(tenants)} share DataStore {name!r}: prod requires a "
+        "dedicated DataStore per tenant (dataStore.dedicated)"
+        for name, tenants in users.items()
+        if len(tenants) > 1
+    ]
+
+
+def _metal3(platform: PlatformConfig) -> bool:
+    return platform.existing.cluster_api.infrastructure.name == "metal3"
+
+
+def _pools(platform: PlatformConfig) -> list[str]:
+    found: list[str] = []
+    for t_index, tenant in enumerate(platform.tenants):
+        for p_index, pool in enumerate(tenant.worker_pools):
+            key = f"tenants[{t_index}].workerPools[{p_index}]"
+            if (pool.device_mode or "nvidia") == "mock":
+                found.append(f"{key}.deviceMode: mock GPUs are lab-only; use nvidia in prod")
+            if pool.machine is None:
+                found.append(f"{key}.machine: prod pools need a Cluster API machine spec")
+    for t_index, tenant in enumerate(platform.tenants):
+        slots = {pool.slots_per_card for pool in tenant.worker_pools}
+        if len(slots) > 1:
+            found.append(
+                f"tenants[{t_index}].workerPools[].slotsPerCard: HAMi's device plugin "
+                f"splits every card of a tenant the same way, but the pools say "
+                f"{sorted(slots)}; give them one value"
+            )
+    if _metal3(platform):
+        for t_index, tenant in enumerate(platform.tenants):
+            if tenant.control_plane.address is None:
+                found.append(
+                    f"tenants[{t_index}].controlPlane.address: Metal3 clusters need a fixed "
+                    "control-plane endpoint; give the LoadBalancer IP the tenant's API will use"
+                )
+    return found
+
+
+def _management_namespaces(platform: PlatformConfig) -> list[str]:
+    """Adoption is required on Metal3.
+
+    CAPM3 picks BareMetalHosts only in the Metal3Machine's own namespace (CAPM3 v1.13.2
+    baremetal/metal3machine_manager.go:857-869, ``client.InNamespace``) and Cluster API keeps
+    a cluster's objects in one namespace, so the tenant's hosts must be enrolled in its
+    namespace before ``up``. A namespace the program created would then fail with
+    AlreadyExists (pulumi-kubernetes v4.32.0 provider/pkg/await/await.go:274-291), and
+    ``destroy`` would delete it with the hosts and their BMC Secrets in it."""
+    if not _metal3(platform):
+        return []
+    return [
+        f"tenants[{index}].managementNamespace.existing: Metal3 machines take BareMetalHosts "
+        f"only from their own namespace ({tenant.namespace!r}); enrol the tenant's hosts there "
+        "and set existing: true, so the program adopts the namespace and never deletes it"
+        for index, tenant in enumerate(platform.tenants)
+        if not tenant.management_namespace.existing
+    ]
+
+
+def _pool_providers(platform: PlatformConfig) -> list[str]:
+    """A pool's machine template must belong to the infrastructure provider the stack
+    installs: a DockerMachineTemplate with only CAPM3 installed (or the reverse) is never
+    reconciled, and the MachineDeployment waits forever for machines."""
+    installed = platform.existing.cluster_api.infrastructure.name
+    return [
+        f"tenants[{t_index}].workerPools[{p_index}].machine.provider: "
+        f"{pool.machine.provider!r} is not the installed infrastructure provider "
+        f"({installed!r}, management.existing.clusterApi.infrastructure.name); "
+        "use the same for both"
+        for t_index, tenant in enumerate(platform.tenants)
+        for p_index, pool in enumerate(tenant.worker_pools)
+        if pool.machine is not None and pool.machine.provider != installed
+    ]
