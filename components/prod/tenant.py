@@ -9,6 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.prod.machine_specs import CAPI_DELETE_TIMEOUT
 from components.substrate import (
     ControlPlaneParts,
     InsideTenant,
@@ -35,7 +36,6 @@ from components.tenant_values import (
     kamaji_etcd_values,
 )
 from components.versions import PINNED
-from components.worker_specs import CAPI_DELETE_TIMEOUT
 
 # How long Pulumi waits for the KamajiControlPlane to report Ready, and Helm for a release inside
 # the tenant (tenant releases need worker nodes, which join in parallel: bare-metal machines).
