@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from components.config import CONFIG_KEY, parse_platform
-from components.management_values import METALLB_POOL_NAME
+from components.lab.management_values import METALLB_POOL_NAME
 from tests.support.harness import Recording, evaluate, load_stack_config
 
 PLATFORM = f"gpu-platform:{CONFIG_KEY}"
