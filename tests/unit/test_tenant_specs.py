@@ -19,15 +19,13 @@ from components.config import (
     Workload,
     parse_platform,
 )
+from components.prod.cluster_specs import capi_cluster, infrastructure_cluster, kamaji_control_plane
 from components.tenant_specs import (
-    capi_cluster,
     data_store_name,
     datastore_secret_data,
     decode_kubeconfig,
     external_datastore,
     gpu_limits,
-    infrastructure_cluster,
-    kamaji_control_plane,
     kubeconfig_address,
     kubeconfig_server,
     namespaces_to_create,
