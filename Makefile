@@ -76,10 +76,11 @@ test: venv policy-venv ## The offline suite: mocks, policies, contracts, unit te
 	  exit $$status; }
 
 .PHONY: check
-check: ## Static checks: ruff (lint + format), mypy, shellcheck
+check: ## Static checks: ruff (lint + format), mypy, the import layers, shellcheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy components policies/gpu_platform_policies
+	$(BIN)/lint-imports
 	find scripts -name '*.sh' -print0 | xargs -0 -r $(BIN)/shellcheck
 
 .PHONY: preflight

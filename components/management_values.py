@@ -1,6 +1,9 @@
-"""What the ManagementCluster installs, as plain data: the kind cluster config, Helm values for
-MetalLB, cert-manager, Kamaji and the cluster-api-operator, the MetalLB and Cluster API provider
-objects, and the parameters of the readiness gates.
+"""What the ManagementCluster installs in both environments, as plain data: Helm values for
+cert-manager and Kamaji, the Cluster API provider objects (their namespaces are reserved in every
+stack), the readiness gates' parameters and probes, and the versions output.
+
+The lab's kind and MetalLB builders live in ``components.lab.management_values``, prod's
+cluster-api-operator values, config Secret and gate in ``components.prod.cluster_api_values``.
 
 Pure functions only: the component wires them to resources, the unit tests read them directly and
 the contract tests check every values key and custom resource against the pinned upstream copies.
@@ -8,23 +11,22 @@ the contract tests check every values key and custom resource against the pinned
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 import pulumi
-import yaml
 
 from components.config import ClusterApiVersions, PlatformConfig, ProviderFetch
 from components.versions import PINNED
 
 # Namespaces and release names. Kamaji's CRDs hard-code the namespace ``kamaji-system`` and the
-# webhook service ``kamaji-webhook-service`` (release ``kamaji`` -> fullname ``kamaji``).
+# webhook service ``kamaji-webhook-service`` (release ``kamaji`` -> fullname ``kamaji``). MetalLB's
+# and the cluster-api-operator's namespaces are here, not with lab and prod: every stack reserves
+# them (``components.resource_names.reserved_namespaces``).
 METALLB_NAMESPACE = "metallb-system"
-METALLB_RELEASE = "metallb"
 CERT_MANAGER_NAMESPACE = "cert-manager"
 CERT_MANAGER_RELEASE = "cert-manager"
 KAMAJI_NAMESPACE = "kamaji-system"
@@ -32,10 +34,7 @@ KAMAJI_RELEASE = "kamaji"
 KAMAJI_ETCD_NAME = "kamaji-etcd"
 DEFAULT_DATASTORE = "default"
 CAPI_OPERATOR_NAMESPACE = "capi-operator-system"
-CAPI_OPERATOR_RELEASE = "capi-operator"
-METALLB_POOL_NAME = "gpu-platform-lab"
 
-METALLB_API = "metallb.io/v1beta1"
 CAPI_OPERATOR_API = "operator.cluster.x-k8s.io/v1alpha2"
 KAMAJI_API = "kamaji.clastix.io/v1alpha1"
 
@@ -53,56 +52,11 @@ CERT_MANAGER_CRDS = (
     "clusterissuers.cert-manager.io",
     "certificaterequests.cert-manager.io",
 )
-# The Secret (one per provider namespace: the operator reads ``configSecret`` there) holding the
-# operator's GitHub token under clusterctl's variable name ``github-token`` (cluster-api v1.13.5
-# cmd/clusterctl/client/config/variables_client.go:21; the operator loads every key of the Secret
-# as a variable, cluster-api-operator v0.28.0 internal/controller/phase_initialize.go:36-60).
-CAPI_GITHUB_TOKEN_KEY = "github-token"
-CAPI_CONFIG_SECRET_PREFIX = "gpu-platform-capi-config"
 
 Values = dict[str, Any]
 
 
-# ------------------------------------------------------------------------------------ kind
-
-
-def kind_config(cluster_name: str, node_image: str, pod_subnet: str, service_subnet: str) -> str:
-    """The kind cluster config (``kind create cluster --config -``): one control-plane node on
-    the pinned image, the configured pod and service subnets."""
-    config = {
-        "kind": "Cluster",
-        "apiVersion": "kind.x-k8s.io/v1alpha4",
-        "name": cluster_name,
-        "networking": {"podSubnet": pod_subnet, "serviceSubnet": service_subnet},
-        "nodes": [{"role": "control-plane", "image": node_image}],
-    }
-    return yaml.safe_dump(config, sort_keys=False)
-
-
-def kind_cluster_identifier(
-    cluster_name: str, config: str, environment: Mapping[str, str] | None = None
-) -> str:
-    """The management Provider's ``cluster_identifier``: the same for as long as the kind cluster
-    is the same one (a new kubeconfig alone updates the Provider in place), different whenever
-    the kind cluster command is replaced, i.e. when its ``stdin`` (the kind config) or its
-    ``environment`` (name, node image, ``KIND_EXPERIMENTAL_DOCKER_NETWORK``) changes.
-    pulumi-kubernetes replaces a provider only when this changes
-    (provider/pkg/provider/provider.go:486-500 at v4.32.0), and the engine replaces everything on
-    a replaced provider (pulumi/pulumi v3.259.0 pkg/resource/deploy/step_generator.go:2798-2850,
-    2909-2913): a new, empty kind cluster must never keep the old identifier."""
-    identity = json.dumps(
-        {"config": config, "environment": dict(environment or {})}, sort_keys=True
-    )
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
-    return f"kind-{cluster_name}-{digest}"
-
-
 # ------------------------------------------------------------------------------- Helm values
-
-
-def metallb_values() -> Values:
-    """MetalLB in L2 mode only: the lab needs no BGP, so the bundled frr-k8s stays off."""
-    return {"frrk8s": {"enabled": False}}
 
 
 def cert_manager_values() -> Values:
@@ -147,46 +101,17 @@ def kamaji_values(image_tag: str, deploy_etcd: bool) -> Values:
     return values
 
 
-def capi_operator_values() -> Values:
-    """The operator alone: providers are declared as separate objects (reviewable, validated
-    against their CRDs) instead of through the chart's ``core``/``bootstrap``/... values."""
-    return {}
+# ------------------------------------------------------------------------------ objects
 
 
-# ----------------------------------------------------------------------------- MetalLB objects
-
-
-def _object(api_version: str, kind: str, name: str, namespace: str | None, spec: Values) -> Values:
+def api_object(
+    api_version: str, kind: str, name: str, namespace: str | None, spec: Values
+) -> Values:
+    """A Kubernetes object with ``spec`` (namespaced when ``namespace`` is given)."""
     metadata: Values = {"name": name}
     if namespace is not None:
         metadata["namespace"] = namespace
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
-
-
-def ip_address_pool(addresses: Sequence[str]) -> Values:
-    """The lab's pool of tenant control-plane addresses. ``autoAssign: false``: MetalLB gives its
-    addresses only to Services that name it (``metallb.io/address-pool``, what every unpinned
-    tenant's control plane does) or pin one of them (``metallb.io/loadBalancerIPs``), never to
-    another LoadBalancer Service (metallb/metallb@v0.16.1 internal/allocator/allocator.go:383-390
-    skips such pools; AllocateFromPool, :423-473, serves a named one regardless)."""
-    return _object(
-        METALLB_API,
-        "IPAddressPool",
-        METALLB_POOL_NAME,
-        METALLB_NAMESPACE,
-        {"addresses": list(addresses), "autoAssign": False},
-    )
-
-
-def l2_advertisement() -> Values:
-    """Announce the lab pool on the kind bridge (L2 / ARP)."""
-    return _object(
-        METALLB_API,
-        "L2Advertisement",
-        METALLB_POOL_NAME,
-        METALLB_NAMESPACE,
-        {"ipAddressPools": [METALLB_POOL_NAME]},
-    )
 
 
 # --------------------------------------------------------------------- Cluster API providers
@@ -224,7 +149,7 @@ class CapiProvider:
             spec["manager"] = self.manager
         if self.deployment is not None:
             spec["deployment"] = self.deployment
-        return _object(CAPI_OPERATOR_API, self.kind, self.name, self.namespace, spec)
+        return api_object(CAPI_OPERATOR_API, self.kind, self.name, self.namespace, spec)
 
     def fetch_config(self) -> Values | None:
         """``spec.fetchConfig``: one of url, an OCI artifact or a ConfigMap label selector (the
@@ -239,16 +164,6 @@ class CapiProvider:
         if self.fetch.oci is not None:
             return {"oci": self.fetch.oci}
         return {"selector": {"matchLabels": dict(self.fetch.config_map_labels or {})}}
-
-
-def capi_config_secret_name(token: str) -> str:
-    """The name of the providers' config Secret for ``token``. The operator treats the Secret's
-    content as immutable ("If changes need to be made, a new object can be created and the name
-    should be updated", ``spec.configSecret`` in the v0.28.0 CRDs): a new token gets a new name,
-    which updates every provider object. The name carries 40 bits of the token's SHA-256, which
-    tells nothing usable about a token."""
-    digest = hashlib.sha256(token.encode()).hexdigest()[:10]
-    return f"{CAPI_CONFIG_SECRET_PREFIX}-{digest}"
 
 
 # The Kamaji control-plane provider's Deployment has one container, named ``controller`` (not
@@ -380,7 +295,7 @@ def capi_providers(versions: ClusterApiVersions) -> list[CapiProvider]:
 def readiness_probe_tcp(kubernetes_version: str) -> Values:
     """The smallest TenantControlPlane Kamaji's webhooks will look at; the gate submits it with
     ``kubectl create --dry-run=server`` (nothing is persisted) to prove the webhooks answer."""
-    return _object(
+    return api_object(
         KAMAJI_API,
         "TenantControlPlane",
         PROBE_NAME,
@@ -424,17 +339,6 @@ def gate_env(
     }
 
 
-def metallb_gate_env(pool: Values) -> dict[str, str]:
-    """MetalLB serving: its CRDs established, its controller (which serves the webhook) rolled
-    out, and the lab's pool accepted by a server-side dry run."""
-    return gate_env(
-        crds=["ipaddresspools.metallb.io", "l2advertisements.metallb.io"],
-        rollouts=[f"{METALLB_NAMESPACE}/deployment/{METALLB_RELEASE}-controller"],
-        dry_run_manifest=pool,
-        timeout_seconds=600,
-    )
-
-
 def kamaji_gate_env(kubernetes_version: str, with_etcd: bool) -> dict[str, str]:
     """Kamaji serving: its CRDs established, its controller (which serves the webhooks) rolled
     out, the bundled etcd and DataStore ``default`` ready when deployed, and a TenantControlPlane
@@ -460,7 +364,7 @@ def kamaji_gate_env(kubernetes_version: str, with_etcd: bool) -> dict[str, str]:
 def readiness_probe_issuer() -> Values:
     """The smallest cert-manager Issuer (self-signed); the adopted cert-manager's gate submits it
     with a server-side dry run (nothing is persisted)."""
-    return _object(CERT_MANAGER_API, "Issuer", PROBE_NAME, PROBE_NAMESPACE, {"selfSigned": {}})
+    return api_object(CERT_MANAGER_API, "Issuer", PROBE_NAME, PROBE_NAMESPACE, {"selfSigned": {}})
 
 
 def cert_manager_gate_env() -> dict[str, str]:
@@ -481,88 +385,6 @@ def cert_manager_gate_env() -> dict[str, str]:
         "CERT_MANAGER_CRDS": " ".join(CERT_MANAGER_CRDS),
         "PROBE_MANIFEST": json.dumps(readiness_probe_issuer(), sort_keys=True),
     }
-
-
-# Infrastructure cluster kinds by provider, and what their webhooks accept: CAPM3's Metal3Cluster
-# webhook requires spec.controlPlaneEndpoint.host (CAPM3 v1.13.2
-# internal/webhooks/v1beta2/metal3cluster_webhook.go, validate). The address is TEST-NET-1 (RFC
-# 5737): the object is never persisted.
-_PROBE_INFRASTRUCTURE: MappingProxyType[str, tuple[str, Values]] = MappingProxyType(
-    {
-        "metal3": ("Metal3Cluster", {"controlPlaneEndpoint": {"host": "192.0.2.1", "port": 6443}}),
-        "docker": ("DockerCluster", {}),
-    }
-)
-
-
-def readiness_probe_capi(infrastructure: str) -> Values:
-    """What the Cluster API gate submits with a server-side dry run (nothing is persisted): a
-    ``List`` of a Cluster (core webhooks), a KubeadmConfigTemplate (bootstrap webhooks) and the
-    infrastructure cluster (CAPM3's or CAPD's webhooks), the kinds tenants and pools create.
-    Provider Ready only means the Deployment is available; cert-manager's CA injection can lag
-    behind, and pulumi-kubernetes retries a create only on NotFound/NoMatch (v4.32.0
-    provider/pkg/await/await.go:274), so the first tenant object would fail on a webhook."""
-    infra_kind, infra_spec = _PROBE_INFRASTRUCTURE[infrastructure]
-    infra_group = "infrastructure.cluster.x-k8s.io"
-    items = [
-        _object(
-            "cluster.x-k8s.io/v1beta2",
-            "Cluster",
-            PROBE_NAME,
-            PROBE_NAMESPACE,
-            {
-                "controlPlaneRef": {
-                    "apiGroup": "controlplane.cluster.x-k8s.io",
-                    "kind": "KamajiControlPlane",
-                    "name": PROBE_NAME,
-                },
-                "infrastructureRef": {
-                    "apiGroup": infra_group,
-                    "kind": infra_kind,
-                    "name": PROBE_NAME,
-                },
-            },
-        ),
-        _object(
-            "bootstrap.cluster.x-k8s.io/v1beta2",
-            "KubeadmConfigTemplate",
-            PROBE_NAME,
-            PROBE_NAMESPACE,
-            {
-                "template": {
-                    "spec": {
-                        "joinConfiguration": {
-                            "nodeRegistration": {
-                                "kubeletExtraArgs": [{"name": "node-labels", "value": "gpu=on"}]
-                            }
-                        }
-                    }
-                }
-            },
-        ),
-        _object(
-            f"{infra_group}/v1beta2", infra_kind, PROBE_NAME, PROBE_NAMESPACE, dict(infra_spec)
-        ),
-    ]
-    return {"apiVersion": "v1", "kind": "List", "items": items}
-
-
-def capi_gate_env(providers: Sequence[CapiProvider]) -> dict[str, str]:
-    """Cluster API serving: every provider object Ready (the operator installed it and its
-    deployment is available), the CRDs tenants and worker pools create (Cluster,
-    MachineDeployment, KamajiControlPlane, KubeadmConfigTemplate, machine templates)
-    established, and the core, bootstrap and infrastructure webhooks answering a server-side dry
-    run (``readiness_probe_capi``), as the Kamaji gate proves Kamaji's."""
-    infrastructure = next(p.name for p in providers if p.kind == "InfrastructureProvider")
-    env = gate_env(
-        crds=[crd for provider in providers for crd in provider.crds],
-        conditions=[f"{p.namespace}/{p.resource}/{p.name}/condition=Ready" for p in providers],
-        dry_run_manifest=readiness_probe_capi(infrastructure),
-        timeout_seconds=1200,
-    )
-    # Re-run the gate when a provider version changes.
-    env["PROVIDER_VERSIONS"] = " ".join(f"{p.name}={p.version}" for p in providers)
-    return env
 
 
 # ----------------------------------------------------------------------------- versions

@@ -1,10 +1,11 @@
 """Kubernetes objects of one tenant, as plain dicts built by pure functions.
 
-Management-cluster side: the tenant namespace's NetworkPolicies, the hosted control plane
-(a Kamaji ``TenantControlPlane`` in the lab; a Cluster API ``Cluster`` + ``KamajiControlPlane`` +
-infrastructure cluster in prod) and an external ``DataStore``. Tenant side: GPU
-``ResourceQuota``s and the declared GPU workloads. ``components.gpu_tenant`` only wires these to
-Pulumi resources; the unit and contract tests validate them against the pinned CRDs.
+Management-cluster side: the tenant namespace's NetworkPolicies, the lab's hosted control plane
+(a Kamaji ``TenantControlPlane``; prod's Cluster API ``Cluster`` + ``KamajiControlPlane`` +
+infrastructure cluster are built in ``components.prod.cluster_specs`` from the parts here) and
+an external ``DataStore``. Tenant side: GPU ``ResourceQuota``s and the declared GPU workloads.
+``components.gpu_tenant`` and the environments' ``tenant`` modules only wire these to Pulumi
+resources; the unit and contract tests validate them against the pinned CRDs.
 
 Facts these builders rely on (read from upstream at the pinned versions, see platform.md §3):
 
@@ -16,13 +17,6 @@ Facts these builders rely on (read from upstream at the pinned versions, see pla
   selects pods by ``kamaji.clastix.io/name: <tcp>``; ready when
   ``status.kubernetesResources.version.status == Ready``; admin kubeconfig in Secret
   ``<tcp>-admin-kubeconfig`` key ``admin.conf``.
-* KamajiControlPlane (``controlplane.cluster.x-k8s.io/v1alpha2``, provider v0.20+): copied into a
-  TCP of the same name; pod/service CIDRs come from the owning ``Cluster``'s ``clusterNetwork``;
-  ``status.ready`` turns true only after the Secret ``<cluster>-kubeconfig`` (key ``value``) is
-  written. The provider does not patch a ``Metal3Cluster``: it checks that its
-  ``controlPlaneEndpoint`` equals the control plane's address, and CAPM3's webhook rejects a
-  Metal3Cluster without ``controlPlaneEndpoint.host``.
-* ``Cluster`` (``cluster.x-k8s.io/v1beta2``) references take ``apiGroup``/``kind``/``name``.
 """
 
 from __future__ import annotations
@@ -58,12 +52,6 @@ Address: TypeAlias = "str | pulumi.Output[str] | None"
 
 KAMAJI_API_VERSION = "kamaji.clastix.io/v1alpha1"
 KAMAJI_NAMESPACE = "kamaji-system"
-KCP_API_GROUP = "controlplane.cluster.x-k8s.io"
-KCP_API_VERSION = f"{KCP_API_GROUP}/v1alpha2"
-CAPI_API_VERSION = "cluster.x-k8s.io/v1beta2"
-INFRASTRUCTURE_API_GROUP = "infrastructure.cluster.x-k8s.io"
-INFRASTRUCTURE_API_VERSION = f"{INFRASTRUCTURE_API_GROUP}/v1beta2"
-INFRASTRUCTURE_KINDS = MappingProxyType({"metal3": "Metal3Cluster", "docker": "DockerCluster"})
 
 API_SERVER_PORT = 6443
 KONNECTIVITY_PORT = 8132
@@ -74,11 +62,9 @@ TCP_POD_LABEL = "kamaji.clastix.io/name"
 # pulumi-kubernetes >= 4.18 awaits a custom resource until this JSONPath matches.
 WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
 TCP_READY_CONDITION = "jsonpath={.status.kubernetesResources.version.status}=Ready"
-KCP_READY_CONDITION = "jsonpath={.status.ready}=true"
 
 ADMIN_KUBECONFIG_KEY = "admin.conf"
 SUPER_ADMIN_KUBECONFIG_KEY = "super-admin.conf"
-CAPI_KUBECONFIG_KEY = "value"
 
 
 # kindest/node (and kubeadm nodes generally) run the kubelet with the systemd cgroup driver.
@@ -136,11 +122,6 @@ def admin_kubeconfig_secret(control_plane_name: str) -> str:
     return f"{control_plane_name}-admin-kubeconfig"
 
 
-def capi_kubeconfig_secret(cluster_name: str) -> str:
-    """The Cluster API kubeconfig Secret the Kamaji control-plane provider writes."""
-    return f"{cluster_name}-kubeconfig"
-
-
 def data_store_name(tenant: Tenant) -> str:
     """The DataStore a tenant's control plane binds to: a named (shared) one, the tenant's
     kamaji-etcd release, or the tenant's external DataStore."""
@@ -193,7 +174,10 @@ def addons(lab: bool) -> dict[str, Any]:
     return enabled
 
 
-def _kubernetes(tenant: Tenant, version: str, lab: bool) -> dict[str, Any]:
+def kubernetes_spec(tenant: Tenant, version: str, lab: bool) -> dict[str, Any]:
+    """The control plane's ``kubernetes`` block: version, kubelet patches, admission controllers
+    (a TenantControlPlane's ``spec.kubernetes``; prod copies its fields into the
+    KamajiControlPlane)."""
     kubernetes: dict[str, Any] = {
         "version": version,
         "kubelet": {"configurationJSONPatches": kubelet_patches(lab)},
@@ -203,7 +187,8 @@ def _kubernetes(tenant: Tenant, version: str, lab: bool) -> dict[str, Any]:
     return kubernetes
 
 
-def _service_annotations(address: Address) -> dict[str, Any]:
+def service_annotations(address: Address) -> dict[str, Any]:
+    """The control-plane Service's annotation that pins ``address`` (MetalLB's), if any."""
     return {METALLB_IPS_ANNOTATION: address} if address is not None else {}
 
 
@@ -227,7 +212,7 @@ def tenant_control_plane(
     }
     if address is not None:
         network["address"] = address
-        service["additionalMetadata"] = {"annotations": _service_annotations(address)}
+        service["additionalMetadata"] = {"annotations": service_annotations(address)}
     elif address_pool is not None:
         # Kamaji merges these annotations into the Service it creates
         # (internal/resources/k8s_service_resource.go:94-95).
@@ -252,106 +237,9 @@ def tenant_control_plane(
                 },
                 "service": service,
             },
-            "kubernetes": _kubernetes(tenant, kubernetes_version, lab=True),
+            "kubernetes": kubernetes_spec(tenant, kubernetes_version, lab=True),
             "networkProfile": network,
             "addons": addons(lab=True),
-        },
-    }
-
-
-def kamaji_control_plane(
-    tenant: Tenant, *, namespace: str, kubernetes_version: str, address: Address
-) -> dict[str, Any]:
-    """Prod: the KamajiControlPlane the Cluster references; the provider turns it into a TCP of
-    the same name. Awaited until ``status.ready``, i.e. until the kubeconfig Secret exists."""
-    kubernetes = _kubernetes(tenant, kubernetes_version, lab=False)
-    resources = control_plane_resources(tenant.control_plane.resources)
-    network: dict[str, Any] = {"serviceType": tenant.control_plane.service_type}
-    if address is not None:
-        network["serviceAddress"] = address
-        network["serviceAnnotations"] = _service_annotations(address)
-    spec: dict[str, Any] = {
-        "version": kubernetes["version"],
-        "replicas": tenant.control_plane.replicas,
-        "dataStoreName": data_store_name(tenant),
-        "dataStoreSchema": tenant.data_store.schema_name,
-        "dataStoreUsername": tenant.data_store.username,
-        "addons": addons(lab=False),
-        "kubelet": kubernetes["kubelet"],
-        "network": network,
-        "apiServer": {"resources": resources["apiServer"]},
-        "controllerManager": {"resources": resources["controllerManager"]},
-        "scheduler": {"resources": resources["scheduler"]},
-    }
-    if "admissionControllers" in kubernetes:
-        spec["admissionControllers"] = kubernetes["admissionControllers"]
-    return {
-        "apiVersion": KCP_API_VERSION,
-        "kind": "KamajiControlPlane",
-        "metadata": {
-            "name": tenant.name,
-            "namespace": namespace,
-            "labels": tenant_labels(tenant.name),
-            "annotations": {WAIT_FOR_ANNOTATION: KCP_READY_CONDITION},
-        },
-        "spec": spec,
-    }
-
-
-def infrastructure_cluster(
-    provider: str, *, name: str, namespace: str, labels: Mapping[str, str], address: Address
-) -> dict[str, Any]:
-    """The Cluster's infrastructure object. Metal3: the endpoint must be the control plane's
-    fixed address (CAPM3 requires it, the Kamaji provider only checks it) and without a cloud
-    provider CAPM3 sets node providerIDs itself."""
-    kind = INFRASTRUCTURE_KINDS.get(provider)
-    if kind is None:
-        raise ValueError(f"unknown infrastructure provider {provider!r}: use metal3 or docker")
-    spec: dict[str, Any] = {}
-    if address is not None:
-        spec["controlPlaneEndpoint"] = {"host": address, "port": API_SERVER_PORT}
-    if provider == "metal3":
-        spec["cloudProviderEnabled"] = False
-    return {
-        "apiVersion": INFRASTRUCTURE_API_VERSION,
-        "kind": kind,
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "spec": spec,
-    }
-
-
-def capi_cluster(tenant: Tenant, *, namespace: str, infrastructure_provider: str) -> dict[str, Any]:
-    """The Cluster API Cluster: network from the tenant config, the KamajiControlPlane and the
-    infrastructure cluster (both named after the tenant) as v1beta2 references."""
-    kind = INFRASTRUCTURE_KINDS.get(infrastructure_provider)
-    if kind is None:
-        raise ValueError(
-            f"unknown infrastructure provider {infrastructure_provider!r}: use metal3 or docker"
-        )
-    return {
-        "apiVersion": CAPI_API_VERSION,
-        "kind": "Cluster",
-        "metadata": {
-            "name": tenant.name,
-            "namespace": namespace,
-            "labels": tenant_labels(tenant.name),
-        },
-        "spec": {
-            "clusterNetwork": {
-                "apiServerPort": API_SERVER_PORT,
-                "pods": {"cidrBlocks": [tenant.network.pod_cidr]},
-                "services": {"cidrBlocks": [tenant.network.service_cidr]},
-            },
-            "controlPlaneRef": {
-                "apiGroup": KCP_API_GROUP,
-                "kind": "KamajiControlPlane",
-                "name": tenant.name,
-            },
-            "infrastructureRef": {
-                "apiGroup": INFRASTRUCTURE_API_GROUP,
-                "kind": kind,
-                "name": tenant.name,
-            },
         },
     }
 

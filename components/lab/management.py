@@ -14,8 +14,7 @@ from pulumi_command import local
 
 from components.config import PlatformConfig
 from components.lab import network as lab_network
-from components.management_values import (
-    METALLB_NAMESPACE,
+from components.lab.management_values import (
     METALLB_POOL_NAME,
     METALLB_RELEASE,
     ip_address_pool,
@@ -25,6 +24,7 @@ from components.management_values import (
     metallb_gate_env,
     metallb_values,
 )
+from components.management_values import METALLB_NAMESPACE
 from components.scripts import read_script
 from components.substrate import BASH, NOTHING_TO_DELETE, ClusterAccess, ManagementSite
 from components.versions import PINNED

@@ -6,7 +6,7 @@ carrying the pool's declared cards (HAMi's ``hami.io/node-nvidia-register`` anno
 prod's ``gpu=on``, which nothing in the lab selects on) and, per pool, the mock allocation
 completer that does what the mock device plugin's empty Allocate leaves undone and puts that
 identity back after restarts. Decisions live in ``components.gpu_inventory``,
-``components.worker_specs`` and ``components.lab.completer.manifests``.
+``components.lab.node_container`` and ``components.lab.completer.manifests``.
 """
 
 from __future__ import annotations

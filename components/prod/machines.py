@@ -2,7 +2,7 @@
 
 A MachineDeployment with its KubeadmConfigTemplate (node labels through the kubelet) and
 infrastructure machine template, plus an optional MachineHealthCheck, in the tenant's namespace
-of the management cluster. The objects come from ``components.worker_specs``; this file only
+of the management cluster. The objects come from ``components.prod.machine_specs``; this file only
 registers them.
 """
 
@@ -15,8 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import WorkerPool
 from components.gpu_inventory import node_labels
-from components.substrate import PoolParts, PoolSite
-from components.worker_specs import (
+from components.prod.machine_specs import (
     BOOTSTRAP_API,
     CAPI_DELETE_TIMEOUT,
     CLUSTER_API,
@@ -28,6 +27,7 @@ from components.worker_specs import (
     machine_health_check,
     rollout_strategy,
 )
+from components.substrate import PoolParts, PoolSite
 
 
 def cluster_api_machines(site: PoolSite) -> PoolParts:

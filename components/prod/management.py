@@ -12,15 +12,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import PlatformConfig
-from components.management_values import (
+from components.management_values import CAPI_OPERATOR_NAMESPACE, CapiProvider, capi_providers
+from components.prod.cluster_api_values import (
     CAPI_GITHUB_TOKEN_KEY,
-    CAPI_OPERATOR_NAMESPACE,
     CAPI_OPERATOR_RELEASE,
-    CapiProvider,
     capi_config_secret_name,
     capi_gate_env,
     capi_operator_values,
-    capi_providers,
 )
 from components.substrate import ClusterAccess, ManagementSite
 from components.versions import PINNED

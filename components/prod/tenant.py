@@ -9,6 +9,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.prod.cluster_specs import capi_cluster, infrastructure_cluster, kamaji_control_plane
+from components.prod.machine_specs import CAPI_DELETE_TIMEOUT
+from components.prod.tenant_values import (
+    driver_repositories_configmap,
+    gpu_operator_values,
+    kamaji_etcd_values,
+)
 from components.substrate import (
     ControlPlaneParts,
     InsideTenant,
@@ -20,22 +27,13 @@ from components.tenant_specs import (
     ADMIN_KUBECONFIG_KEY,
     SUPER_ADMIN_KUBECONFIG_KEY,
     admin_kubeconfig_secret,
-    capi_cluster,
     data_store_name,
     datastore_secret_data,
     dedicated_etcd_name,
     external_datastore,
-    infrastructure_cluster,
-    kamaji_control_plane,
 )
-from components.tenant_values import (
-    GPU_OPERATOR_NAMESPACE,
-    driver_repositories_configmap,
-    gpu_operator_values,
-    kamaji_etcd_values,
-)
+from components.tenant_values import GPU_OPERATOR_NAMESPACE
 from components.versions import PINNED
-from components.worker_specs import CAPI_DELETE_TIMEOUT
 
 # How long Pulumi waits for the KamajiControlPlane to report Ready, and Helm for a release inside
 # the tenant (tenant releases need worker nodes, which join in parallel: bare-metal machines).

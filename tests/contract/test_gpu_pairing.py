@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from components.config import GpuDriver
-from components.tenant_values import gpu_operator_values
+from components.prod.tenant_values import gpu_operator_values
 from components.versions import PINNED
 from tests.support.charts import render_pinned_or_skip
 from tests.support.contracts import chart_defaults

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable
 
 from components.gpu_tenant import tenant_cluster_identifier
-from components.management_values import kind_cluster_identifier
+from components.lab.management_values import kind_cluster_identifier
 from tests.support.harness import Recording, evaluate, load_stack_config
 
 PLATFORM = "gpu-platform:platform"

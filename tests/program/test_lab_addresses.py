@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from components.config import CONFIG_KEY
-from components.management_values import METALLB_POOL_NAME
+from components.lab.management_values import METALLB_POOL_NAME
 from components.stack import parse_platform
 from tests.support.harness import Recording, evaluate, load_stack_config
 

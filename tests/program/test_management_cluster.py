@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from components import chart_cache
-from components.management_values import METALLB_POOL_NAME
+from components.lab.management_values import METALLB_POOL_NAME
 from components.versions import PINNED
 from tests.support.fakes_management import FAKE_KUBECONFIG
 from tests.support.harness import (

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components.management_values import kind_config
+from components.lab.management_values import kind_config
 from components.scripts import SCRIPTS_ROOT
 
 IMAGE = "kindest/node:v1.35.0@sha256:abc"

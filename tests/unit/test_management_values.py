@@ -16,25 +16,29 @@ from components.config import (
     ProviderFetch,
     ProviderFetchSources,
 )
+from components.lab.management_values import (
+    ip_address_pool,
+    kind_cluster_identifier,
+    kind_config,
+    l2_advertisement,
+    metallb_gate_env,
+    metallb_values,
+)
 from components.management_values import (
     CERT_MANAGER_CRDS,
-    capi_config_secret_name,
-    capi_gate_env,
     capi_providers,
     cert_manager_gate_env,
     cert_manager_values,
     gate_env,
-    ip_address_pool,
     kamaji_gate_env,
     kamaji_values,
-    kind_cluster_identifier,
-    kind_config,
-    l2_advertisement,
     management_versions,
-    metallb_gate_env,
-    metallb_values,
-    readiness_probe_capi,
     readiness_probe_tcp,
+)
+from components.prod.cluster_api_values import (
+    capi_config_secret_name,
+    capi_gate_env,
+    readiness_probe_capi,
 )
 from components.stack import parse_platform
 from components.versions import PINNED

@@ -18,16 +18,14 @@ from components.config import (
     Tenant,
     Workload,
 )
+from components.prod.cluster_specs import capi_cluster, infrastructure_cluster, kamaji_control_plane
 from components.stack import parse_platform
 from components.tenant_specs import (
-    capi_cluster,
     data_store_name,
     datastore_secret_data,
     decode_kubeconfig,
     external_datastore,
     gpu_limits,
-    infrastructure_cluster,
-    kamaji_control_plane,
     kubeconfig_address,
     kubeconfig_server,
     namespaces_to_create,

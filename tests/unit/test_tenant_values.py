@@ -14,19 +14,21 @@ from components.lab import tenant as lab_tenant
 from components.lab.substrate import LabSubstrate
 from components.prod import tenant as prod_tenant
 from components.prod.substrate import ProdSubstrate
-from components.stack import parse_platform
-from components.tenant_values import (
+from components.prod.tenant_values import (
     HAMI_DEVICE_LIST_STRATEGY,
-    calico_values,
-    device_modes,
-    device_split_count,
     driver_repositories_configmap,
-    extender_args,
     gpu_driver_values,
     gpu_operator_cdi,
     gpu_operator_values,
-    hami_values,
     kamaji_etcd_values,
+)
+from components.stack import parse_platform
+from components.tenant_values import (
+    calico_values,
+    device_modes,
+    device_split_count,
+    extender_args,
+    hami_values,
     kube_scheduler_image,
     webhook_excluded_namespaces,
 )

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from components.lab.node_container import var_volume_name, worker_container_spec
-from components.resource_names import worker_node_name, worker_node_names
-from components.worker_specs import (
+from components.prod.machine_specs import (
     content_name,
     infrastructure_machine_template,
     kubeadm_config_template,
@@ -21,6 +20,7 @@ from components.worker_specs import (
     parse_duration_seconds,
     rollout_strategy,
 )
+from components.resource_names import worker_node_name, worker_node_names
 from tests.support.contracts import crd_violations
 
 LABELS = {"gpu": "on", "gpu-platform.io/pool": "a100", "gpu-platform.io/gpu-model": "A100-80GB"}
