@@ -1,8 +1,6 @@
 """Prod's Cluster API installation as plain data: the cluster-api-operator's Helm values, the
 name of the providers' config Secret, and the parameters and probe of the Cluster API readiness
-gate. The provider objects themselves (``CapiProvider``, ``capi_providers``) stay in
-``components.management_values``: every stack reserves their namespaces
-(``components.resource_names.reserved_namespaces``).
+gate. The provider objects themselves are ``components.prod.capi_providers``.
 
 Pure functions only: ``components.prod.management`` wires them to resources, the unit tests read
 them directly and the contract tests check the probe objects against the pinned CRDs.
@@ -17,11 +15,11 @@ from types import MappingProxyType
 from components.management_values import (
     PROBE_NAME,
     PROBE_NAMESPACE,
-    CapiProvider,
     Values,
     api_object,
     gate_env,
 )
+from components.prod.capi_providers import CapiProvider
 
 CAPI_OPERATOR_RELEASE = "capi-operator"
 

@@ -12,7 +12,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import PlatformConfig
-from components.management_values import CAPI_OPERATOR_NAMESPACE, CapiProvider, capi_providers
+from components.management_values import CAPI_OPERATOR_NAMESPACE
+from components.prod.capi_providers import CapiProvider, capi_providers
 from components.prod.cluster_api_values import (
     CAPI_GITHUB_TOKEN_KEY,
     CAPI_OPERATOR_RELEASE,

@@ -462,6 +462,7 @@ def test_a_tenant_namespace_may_not_be_the_platforms(name: str) -> None:
 def test_the_reserved_namespaces_are_the_ones_the_platform_installs_into() -> None:
     from components import management_values as mv
     from components.config import PLATFORM_NAMESPACES, ClusterApiVersions, InfrastructureProvider
+    from components.prod.capi_providers import capi_providers
 
     used = {
         mv.METALLB_NAMESPACE,
@@ -471,7 +472,7 @@ def test_the_reserved_namespaces_are_the_ones_the_platform_installs_into() -> No
     }
     for name in ("metal3", "docker"):
         versions = ClusterApiVersions(infrastructure=InfrastructureProvider(name=name))
-        used |= {provider.namespace for provider in mv.capi_providers(versions)}
+        used |= {provider.namespace for provider in capi_providers(versions)}
     assert used <= set(PLATFORM_NAMESPACES)
 
 

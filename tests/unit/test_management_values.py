@@ -26,7 +26,6 @@ from components.lab.management_values import (
 )
 from components.management_values import (
     CERT_MANAGER_CRDS,
-    capi_providers,
     cert_manager_gate_env,
     cert_manager_values,
     gate_env,
@@ -35,6 +34,7 @@ from components.management_values import (
     management_versions,
     readiness_probe_tcp,
 )
+from components.prod.capi_providers import capi_providers
 from components.prod.cluster_api_values import (
     capi_config_secret_name,
     capi_gate_env,
