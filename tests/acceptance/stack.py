@@ -3,7 +3,7 @@
 * Outputs come from the Pulumi CLI (``pulumi stack output --json --show-secrets --stack <s>``,
   run in the repository root, with whatever backend/passphrase environment the operator uses).
 * Expectations come from the stack's config file ``Pulumi.<stack>.yaml`` validated with
-  ``components.config.parse_platform``: tenant names, declared cards (``resolved_cards()``),
+  ``components.stack.parse_platform``: tenant names, declared cards (``resolved_cards()``),
   slots per card, datastore schemas, GPU quotas. Never from constants, so the same suite runs
   against a prod stack.
 

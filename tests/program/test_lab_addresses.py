@@ -3,7 +3,7 @@ fits the MetalLB pool, and nothing the program sets on one tenant's control plan
 other tenants.
 
 MetalLB assigns each unpinned tenant's address and keeps it for the Service's life (the upstream
-trace is in ``components/lab_network.py``). What the program controls, and these tests check, is:
+trace is in ``components/lab/network.py``). What the program controls, and these tests check, is:
 
 * every set of tenants up to the pool's size validates (feaf4bd hashed names into the pool and
   refused two names on one slot: 5 random tenants half the time, 16 always);

@@ -634,7 +634,7 @@ def test_prod_with_bundled_etcd_and_docker_infrastructure() -> None:
 
 def test_lab_tenants_without_a_pin_get_their_address_from_metallb() -> None:
     # No address from the program: each control plane's Service names the pool and MetalLB
-    # assigns one (components/lab_network.py has the upstream trace).
+    # assigns one (components/lab/network.py has the upstream trace).
     result = _probe("lab", preview=False)
     assert result["error"] is None
     assert result["addresses"] == [None, None]
