@@ -114,7 +114,7 @@ def test_make_lab_writes_the_kubeconfigs_even_when_the_acceptance_suite_fails() 
 
 # ------------------------------------------------------------------ .ci/run end to end, faked
 
-# Stands in for .venv/bin/python, ruff, mypy and shellcheck: the offline suite (the README's
+# Stands in for .venv/bin/python, ruff, mypy, lint-imports and shellcheck: the offline suite (the README's
 # `make test` line) exits with $FAKE_SUITE_STATUS, everything else succeeds.
 FAKE_TOOL = """#!/usr/bin/env bash
 case "$*" in
@@ -140,7 +140,7 @@ def _ci_checkout(tmp_path: Path) -> Path:
     (root / "policies" / "requirements.txt").touch()
     for venv in (root / ".venv", root / "policies" / ".venv"):
         (venv / "bin").mkdir(parents=True)
-        for tool in ("python", "ruff", "mypy", "shellcheck"):
+        for tool in ("python", "ruff", "mypy", "lint-imports", "shellcheck"):
             fake = venv / "bin" / tool
             fake.write_text(FAKE_TOOL)
             fake.chmod(0o755)
