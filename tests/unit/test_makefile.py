@@ -114,8 +114,8 @@ def test_make_lab_writes_the_kubeconfigs_even_when_the_acceptance_suite_fails() 
 
 # ------------------------------------------------------------------ .ci/run end to end, faked
 
-# Stands in for .venv/bin/python, ruff, mypy, lint-imports and shellcheck: the offline suite (the README's
-# `make test` line) exits with $FAKE_SUITE_STATUS, everything else succeeds.
+# Stands in for .venv/bin/python, ruff, mypy, lint-imports and shellcheck: the offline suite (the
+# README's `make test` line) exits with $FAKE_SUITE_STATUS, everything else succeeds.
 FAKE_TOOL = """#!/usr/bin/env bash
 case "$*" in
   *"not live and not integration"*)
