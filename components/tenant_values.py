@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from components.config import SYSTEM_NAMESPACES, HamiSettings, Tenant
+from components.config import GO_DURATION, SYSTEM_NAMESPACES, HamiSettings, Tenant
 from components.tenant_specs import Address
 
 # Namespaces of what the platform installs inside a tenant.
@@ -60,7 +60,6 @@ KUBE_SCHEDULER_REGISTRY = "registry.k8s.io"
 KUBE_SCHEDULER_REPOSITORY = "kube-scheduler"
 
 # A Go time.Duration as ``time.ParseDuration`` accepts it (what HAMi's flag parser uses).
-_GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 
 # ------------------------------------------------------------------------------------- HAMi
 
@@ -92,7 +91,7 @@ def kube_scheduler_image(kubernetes_version: str) -> dict[str, str]:
 
 def extender_args(node_lock_timeout: str) -> list[str]:
     """The scheduler extender's arguments: the chart's defaults plus the node-lock timeout."""
-    if not _GO_DURATION.match(node_lock_timeout):
+    if not GO_DURATION.match(node_lock_timeout):
         raise ValueError(
             f"hami.nodeLockTimeout {node_lock_timeout!r} is not a duration like 30s, 2m or 1m30s"
         )

@@ -21,6 +21,14 @@ DNS1123_SUBDOMAIN = re.compile(
     r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 )
 KUBERNETES_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
+# A Go ``time.ParseDuration`` string (what HAMi's --node-lock-timeout flag takes).
+GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+# Whole hours, minutes and seconds, as Cluster API's metav1.Duration fields are written here
+# (``300s``, ``5m``, ``1h30m``; components.prod.machine_specs.parse_duration_seconds).
+WHOLE_DURATION = re.compile(r"^(?=\d)(\d+h)?(\d+m)?(\d+s)?$")
+# A Kubernetes resource.Quantity of bytes: a number and a binary or decimal SI suffix
+# (k8s.io/apimachinery pkg/api/resource/quantity.go, the <quantity> grammar).
+STORAGE_QUANTITY = re.compile(r"^(\d+(\.\d+)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 # Schema and username end up in etcd prefixes, SQL database and role names: keep them portable.
 DATASTORE_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 # Namespaces HAMi's webhook must never gate (platform.md §3, pitfall 3).
@@ -37,6 +45,13 @@ _FIXES = MappingProxyType(
         "literal_error": "use one of the listed values",
         "int_parsing": "write a whole number",
         "int_from_float": "write a whole number",
+        # Strict models (``_Model``): a value of another YAML type is refused, not coerced.
+        "int_type": "write a whole number (unquoted; true, false and 2.0 are not numbers here)",
+        "bool_type": "write true or false (unquoted)",
+        "float_type": "write a number (unquoted)",
+        "list_type": "write a list (YAML lines starting with '- ')",
+        "dict_type": "write a mapping (YAML 'key: value' lines)",
+        "model_type": "write a mapping (YAML 'key: value' lines)",
         "string_type": "write a string (quote it in YAML)",
         "bool_parsing": "write true or false",
         "string_pattern_mismatch": "see this key in docs/configuration.md",
@@ -67,6 +82,9 @@ class _Model(BaseModel):
         frozen=True,
         alias_generator=to_camel,
         populate_by_name=True,
+        # No coercion: ``replicas: true`` or ``memoryMiB: 4096.5`` is refused, not taken as 1 or
+        # 4096 (YAML and JSON give every value its own type, so nothing correct is refused).
+        strict=True,
     )
 
 
@@ -89,4 +107,11 @@ def _kubernetes_version(value: str) -> str:
             f"(v1.{PINNED.kamaji_max_tenant_minor}): pick v1.{PINNED.kamaji_max_tenant_minor}.x "
             "or lower"
         )
+    return value
+
+
+def _matching(value: str, pattern: re.Pattern[str], what: str, example: str) -> str:
+    """``value`` when ``pattern`` matches it, else a ValueError saying what to write."""
+    if not pattern.match(value):
+        raise ValueError(f"{value!r} is not {what}: write it like {example}")
     return value

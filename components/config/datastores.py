@@ -11,7 +11,14 @@ from pydantic import (
     model_validator,
 )
 
-from components.config.base import DATASTORE_IDENTIFIER, DNS1123_SUBDOMAIN, _dns1123, _Model
+from components.config.base import (
+    DATASTORE_IDENTIFIER,
+    DNS1123_SUBDOMAIN,
+    STORAGE_QUANTITY,
+    _dns1123,
+    _matching,
+    _Model,
+)
 
 
 class DataStoreSpec(_Model):
@@ -63,6 +70,11 @@ class DedicatedDataStore(_Model):
                 "an external DataStore needs credentialsConfigKey naming a secret config value"
             )
         return self
+
+    @field_validator("storage_size")
+    @classmethod
+    def _storage_size(cls, value: str) -> str:
+        return _matching(value, STORAGE_QUANTITY, "a Kubernetes storage quantity", "8Gi")
 
     @field_validator("storage_class_name")
     @classmethod

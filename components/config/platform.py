@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-from components.config.base import ConfigError, _kubernetes_version, _Model
+from components.config.base import GO_DURATION, ConfigError, _kubernetes_version, _matching, _Model
 from components.config.datastores import DataStoreSpec
 from components.config.management import ExistingManagement, KindManagement, Management
 from components.config.tenants import Tenant
@@ -37,6 +37,11 @@ class HamiSettings(_Model):
     node_scheduler_policy: Literal["spread", "binpack"] = Field(
         default="binpack", description="node order"
     )
+
+    @field_validator("node_lock_timeout")
+    @classmethod
+    def _node_lock_timeout(cls, value: str) -> str:
+        return _matching(value, GO_DURATION, "a duration", "30s, 2m or 1m30s")
 
 
 _DRIVER_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")

@@ -13,7 +13,7 @@ from pydantic import (
 )
 
 from components.catalog import CARD_CATALOG, CardModel
-from components.config.base import _dns1123, _Model
+from components.config.base import WHOLE_DURATION, _dns1123, _matching, _Model
 
 
 class CardSpec(_Model):
@@ -68,6 +68,12 @@ class MachineHealthCheckSpec(_Model):
 
     enabled: bool = Field(default=False, description="create a MachineHealthCheck")
     unhealthy_after: str = Field(default="300s", description="NotReady/Unknown for this long")
+
+    @field_validator("unhealthy_after")
+    @classmethod
+    def _unhealthy_after(cls, value: str) -> str:
+        return _matching(value, WHOLE_DURATION, "a duration of whole units", "300s, 5m or 1h30m")
+
     max_unhealthy: str = Field(
         default="1",
         pattern=r"^(\d+|\d{1,3}%)$",

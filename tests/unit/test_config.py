@@ -633,3 +633,58 @@ def test_adopted_namespaces_name_their_keys() -> None:
         ("tenants[2].managementNamespace.existing", "team-speech"),
     ]
     assert parse_platform(stack_platform("lab")).adopted_namespaces == []
+
+
+# -------------------------------------------- values parsed only while building, now at once
+
+
+def _prod_etcd(raw: dict[str, Any]) -> dict[str, Any]:
+    """The first prod tenant's dedicated kamaji-etcd settings."""
+    dedicated = [t["dataStore"].get("dedicated") or {} for t in raw["tenants"]]
+    etcd: dict[str, Any] = next(d for d in dedicated if d.get("driver") == "etcd")
+    return etcd
+
+
+def _first_health_check(raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    for t_index, tenant in enumerate(raw["tenants"]):
+        for p_index, pool in enumerate(tenant["workerPools"]):
+            check = (pool.get("machine") or {}).get("healthCheck")
+            if check is not None:
+                return f"tenants[{t_index}].workerPools[{p_index}].machine.healthCheck", check
+    raise AssertionError("Pulumi.prod.yaml declares no health check")
+
+
+@pytest.mark.parametrize("value", ["thirty seconds", "30", "5 m", ""])
+def test_a_node_lock_timeout_that_is_not_a_duration_is_refused_in_the_config(value: str) -> None:
+    raw = stack_platform("lab")
+    raw["hami"] = {"nodeLockTimeout": value}
+    expect_error(raw, "hami.nodeLockTimeout", "is not a duration", "30s")
+
+
+@pytest.mark.parametrize("value", ["five minutes", "300", "1.5m", "5m30"])
+def test_a_health_check_delay_that_is_not_whole_units_is_refused(value: str) -> None:
+    raw = stack_platform("prod")
+    key, check = _first_health_check(raw)
+    check["unhealthyAfter"] = value
+    expect_error(raw, f"{key}.unhealthyAfter", "300s")
+
+
+@pytest.mark.parametrize("value", ["eight gigs", "8 Gi", "8GB", "-8Gi", "8gi"])
+def test_a_storage_size_that_is_not_a_quantity_is_refused(value: str) -> None:
+    raw = stack_platform("prod")
+    _prod_etcd(raw)["storageSize"] = value
+    expect_error(raw, "storageSize", "Kubernetes storage quantity", "8Gi")
+
+
+@pytest.mark.parametrize("value", ["16Gi", "500M", "1.5Ti", "2Ei"])
+def test_storage_quantities_kubernetes_accepts_are_taken(value: str) -> None:
+    raw = stack_platform("prod")
+    _prod_etcd(raw)["storageSize"] = value
+    parse_platform(raw)
+
+
+@pytest.mark.parametrize(("value", "wrong"), [(True, "bool"), (2.0, "float"), ("2", "string")])
+def test_a_whole_number_is_not_taken_from_another_type(value: object, wrong: str) -> None:
+    raw = stack_platform("lab")
+    raw["tenants"][0]["workerPools"][0]["replicas"] = value
+    expect_error(raw, "tenants[0].workerPools[0].replicas", "whole number")
