@@ -17,6 +17,7 @@ from components.config import (
     CONFIG_KEY,
     ConfigError,
     PlatformConfig,
+    check_secrets_are_secret,
     check_secrets_present,
     platform_problems,
     problem_message,
@@ -73,6 +74,11 @@ def load_stack() -> Stack:
     config = pulumi.Config()
     stack = parse_stack(config.get_object(CONFIG_KEY))
     check_secrets_present(stack.platform, lambda key: config.get_secret(key))
+    check_secrets_are_secret(
+        stack.platform,
+        present=lambda key: config.get(key) is not None,
+        secret=lambda key: pulumi.runtime.is_config_secret(config.full_key(key)),
+    )
     # The plain value, read once here and never logged: a malformed one fails now, as one line,
     # rather than inside an apply after registration (where the SDK wraps it in a traceback).
     check_secret_shapes(stack.platform, config.get)

@@ -26,6 +26,7 @@ from components.config.base import (
 )
 from components.config.datastores import DataStoreBinding, DataStoreSpec, DedicatedDataStore
 from components.config.loading import (
+    check_secrets_are_secret,
     check_secrets_present,
     required_secret_keys,
     validate_models,
@@ -100,6 +101,7 @@ __all__ = [
     "TenantNetwork",
     "WorkerPool",
     "Workload",
+    "check_secrets_are_secret",
     "check_secrets_present",
     "platform_problems",
     "problem_message",

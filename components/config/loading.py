@@ -89,3 +89,26 @@ def check_secrets_present(platform: PlatformConfig, lookup: Callable[[str], obje
                 ],
             )
         )
+
+
+def check_secrets_are_secret(
+    platform: PlatformConfig,
+    present: Callable[[str], bool],
+    secret: Callable[[str], bool],
+) -> None:
+    """A kubeconfig or a database password written in clear into the stack file would be
+    committed with it and shown by ``pulumi config``: refuse it, naming the key and the command
+    that stores it encrypted (``present``/``secret`` say whether a key is set, and as a
+    ``secure:`` value)."""
+    clear = [key for key in required_secret_keys(platform) if present(key) and not secret(key)]
+    if clear:
+        raise ConfigError(
+            problem_message(
+                "secret config values are written in clear text",
+                [
+                    f"{key}: remove it from the stack file and set it with "
+                    f"`pulumi config set --secret {key} < <file>`"
+                    for key in clear
+                ],
+            )
+        )

@@ -162,6 +162,21 @@ class Workload(_Model):
     def _names(cls, value: str) -> str:
         return _dns1123(value, "workload name/namespace")
 
+    @field_validator("image")
+    @classmethod
+    def _pinned_image(cls, value: str) -> str:
+        """A tag that names one build, or a digest: ``latest`` (written, or implied by no tag)
+        moves under the workload, and a preview reviews one image while ``up`` runs another."""
+        reference = value.split("@", 1)[0]
+        last = reference.rsplit("/", 1)[-1]
+        tag = last.rsplit(":", 1)[1] if ":" in last else None
+        if "@" not in value and tag in (None, "latest"):
+            raise ValueError(
+                f"image {value!r} has no pinned tag: write a release tag (busybox:1.37.0) or a "
+                "digest (busybox@sha256:...), not latest"
+            )
+        return value
+
 
 # Namespaces of the management cluster that are not a tenant's to take: Kubernetes' own and the
 # ones the platform installs into (components.management_values; a test keeps them equal).

@@ -688,3 +688,24 @@ def test_a_whole_number_is_not_taken_from_another_type(value: object, wrong: str
     raw = stack_platform("lab")
     raw["tenants"][0]["workerPools"][0]["replicas"] = value
     expect_error(raw, "tenants[0].workerPools[0].replicas", "whole number")
+
+
+@pytest.mark.parametrize(
+    "image", ["busybox", "busybox:latest", "registry.local:5000/team/trainer", "nvcr.io/x:latest"]
+)
+def test_a_workload_image_without_a_pinned_tag_is_refused(image: str) -> None:
+    raw = stack_platform("lab")
+    tenant = next(t for t in raw["tenants"] if t.get("workloads"))
+    tenant["workloads"][0]["image"] = image
+    expect_error(raw, "workloads[0].image", "no pinned tag", "digest")
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["busybox:1.37.0", "registry.local:5000/team/trainer:2026.11", "busybox@sha256:" + "a" * 64],
+)
+def test_a_workload_image_with_a_tag_or_digest_is_taken(image: str) -> None:
+    raw = stack_platform("lab")
+    tenant = next(t for t in raw["tenants"] if t.get("workloads"))
+    tenant["workloads"][0]["image"] = image
+    parse_platform(raw)
