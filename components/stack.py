@@ -28,6 +28,7 @@ from components.name_plan import name_problems
 from components.prod.substrate import ProdSubstrate
 from components.substrate import Substrate
 from components.tenant_specs import datastore_secret_data
+from components.tenant_values import webhook_excluded_namespaces
 
 
 def substrate_for(platform: PlatformConfig) -> Substrate:
@@ -58,6 +59,7 @@ def parse_stack(raw: Mapping[str, Any] | None) -> Stack:
             platform, default_datastore=substrate.deploys_default_datastore(platform)
         ),
         *substrate.config_problems(platform),
+        *_ungated_workload_problems(platform, substrate),
     ]
     if not problems:
         problems = name_problems(platform, substrate)
@@ -109,3 +111,17 @@ def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | 
             problems.append(str(error))
     if problems:
         raise ConfigError(problem_message("invalid secret config", problems))
+
+
+def _ungated_workload_problems(platform: PlatformConfig, substrate: Substrate) -> list[str]:
+    """A declared GPU workload in a namespace HAMi's webhook skips would never be routed to
+    hami-scheduler: kube-scheduler would place it on ``nvidia.com/gpu`` alone, with no share."""
+    skipped = set(webhook_excluded_namespaces(substrate.tenant_system_namespaces))
+    return [
+        f"tenants[{t_index}].workloads[{w_index}].namespace: HAMi's webhook skips "
+        f"{workload.namespace!r} (a system, CNI or HAMi namespace), so the workload would bypass "
+        "hami-scheduler; declare it in a namespace of its own"
+        for t_index, tenant in enumerate(platform.tenants)
+        for w_index, workload in enumerate(tenant.workloads)
+        if workload.namespace in skipped
+    ]

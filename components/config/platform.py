@@ -204,6 +204,7 @@ def platform_problems(platform: PlatformConfig, *, default_datastore: bool) -> l
         *_datastore_binding_problems(platform, default_datastore),
         *_cidr_problems(platform),
         *_management_namespace_problems(platform),
+        *_workload_quota_problems(platform),
     ]
 
 
@@ -276,6 +277,54 @@ def _management_namespace_problems(platform: PlatformConfig) -> list[str]:
         "tenant; give each its own (a tenant's NetworkPolicies admit all of its namespace)"
         for dupe in _repeated(t.namespace for t in platform.tenants)
     ]
+
+
+def _workload_quota_problems(platform: PlatformConfig) -> list[str]:
+    """Declared workloads must fit the GPU quotas the same tenant declares, and a tenant with
+    quotas must not declare a workload in a namespace none covers (it would run unmetered).
+
+    What a pod counts against a quota is what HAMi counts: every card of every container adds
+    its ``gpumem`` and ``gpucores`` (HAMi v2.10.0 pkg/device/nvidia/device.go:673-691 sums
+    ``Usedmem``/``Usedcores`` over the allocated devices, pkg/device/quota.go:62-95 FitQuota
+    compares ``Used + request`` with the ``limits.`` quota), and Kubernetes counts
+    ``requests.nvidia.com/gpu``: the cards. A request by ``memoryPercentage`` is sized only on the
+    node, so its memory is not summed here."""
+    problems: list[str] = []
+    for t_index, tenant in enumerate(platform.tenants):
+        quotas = {
+            quota.namespace: (q_index, quota) for q_index, quota in enumerate(tenant.gpu_quotas)
+        }
+        totals: dict[str, list[int]] = {}
+        for w_index, workload in enumerate(tenant.workloads):
+            if quotas and workload.namespace not in quotas:
+                problems.append(
+                    f"tenants[{t_index}].workloads[{w_index}].namespace: {workload.namespace!r} "
+                    "has no gpuQuotas entry, so its GPU use would not be metered; add a quota for "
+                    "it or move the workload to a namespace that has one"
+                )
+                continue
+            cards = workload.replicas * workload.gpu.cards
+            total = totals.setdefault(workload.namespace, [0, 0, 0])
+            total[0] += cards * (workload.gpu.memory_mib or 0)
+            total[1] += cards * workload.gpu.cores
+            total[2] += cards
+        for namespace, (memory, cores, cards) in totals.items():
+            if namespace not in quotas:
+                continue
+            q_index, quota = quotas[namespace]
+            key = f"tenants[{t_index}].gpuQuotas[{q_index}]"
+            for field, declared, limit in (
+                ("gpuMemoryMiB", memory, quota.gpu_memory_mib),
+                ("gpuCores", cores, quota.gpu_cores),
+                ("gpus", cards, quota.gpus),
+            ):
+                if declared > limit:
+                    problems.append(
+                        f"{key}.{field}: the workloads this tenant declares in {namespace!r} need "
+                        f"{declared} (replicas x cards x request) and the quota allows {limit}; "
+                        f"raise it to at least {declared} or shrink the workloads"
+                    )
+    return problems
 
 
 def _net(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:

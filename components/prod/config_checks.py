@@ -20,6 +20,7 @@ def problems(platform: PlatformConfig) -> list[str]:
         *_pools(platform),
         *_management_namespaces(platform),
         *_pool_providers(platform),
+        *_shared_addresses(platform),
     ]
 
 
@@ -112,4 +113,19 @@ def _pool_providers(platform: PlatformConfig) -> list[str]:
         for t_index, tenant in enumerate(platform.tenants)
         for p_index, pool in enumerate(tenant.worker_pools)
         if pool.machine is not None and pool.machine.provider != installed
+    ]
+
+
+def _shared_addresses(platform: PlatformConfig) -> list[str]:
+    """Two control planes cannot answer on one LoadBalancer address (the lab refuses the same in
+    components.lab.network.pinned_address_problems)."""
+    owners: dict[str, list[str]] = {}
+    for tenant in platform.tenants:
+        if tenant.control_plane.address is not None:
+            owners.setdefault(tenant.control_plane.address, []).append(tenant.name)
+    return [
+        f"tenants[].controlPlane.address: {address} is given to {', '.join(names)}; give every "
+        "tenant its own control-plane address"
+        for address, names in owners.items()
+        if len(names) > 1
     ]

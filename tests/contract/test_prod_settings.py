@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.contracts import crd_violations, missing_values_keys, release_chart
-from tests.support.harness import Recording, evaluate, load_stack_config
+from tests.support.harness import Recording, Secret, evaluate, load_stack_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CREDENTIALS_KEY = "gpu-platform:speechDatastoreCredentials"
@@ -32,7 +32,7 @@ DRIVERS: dict[str, dict[str, Any]] = {
 
 def _configured(driver: dict[str, Any], infrastructure: str) -> dict[str, Any]:
     config = copy.deepcopy(load_stack_config("prod"))
-    config[CREDENTIALS_KEY] = json.dumps({"ca.crt": "x", "username": "u", "password": "p"})
+    config[CREDENTIALS_KEY] = Secret(json.dumps({"ca.crt": "x", "username": "u", "password": "p"}))
     platform = config["gpu-platform:platform"]
     platform["gpuDriver"] = driver
     existing = platform["management"]["existing"]

@@ -334,8 +334,20 @@ def test_prod_config_keeps_the_cni_out_of_the_webhooks_reach(
 
 
 def lab_with_workloads(workloads: list[dict[str, Any]]) -> dict[str, Any]:
+    """The lab with ``workloads`` in tenant-a, its quota raised to what they declare: these
+    cases are about fitting the *cards* (the pack's capacity rule), which the config's quota
+    check would otherwise refuse first."""
     config = copy.deepcopy(load_stack_config("lab"))
-    config["gpu-platform:platform"]["tenants"][0]["workloads"] = workloads
+    tenant = config["gpu-platform:platform"]["tenants"][0]
+    tenant["workloads"] = workloads
+    for quota in tenant["gpuQuotas"]:
+        mine = [w for w in workloads if w["namespace"] == quota["namespace"]]
+        cards = [w["replicas"] * w["gpu"].get("cards", 1) for w in mine]
+        memory = sum(n * w["gpu"].get("memoryMiB", 0) for n, w in zip(cards, mine, strict=True))
+        cores = sum(n * w["gpu"]["cores"] for n, w in zip(cards, mine, strict=True))
+        quota["gpuMemoryMiB"] = max(quota["gpuMemoryMiB"], memory)
+        quota["gpuCores"] = max(quota["gpuCores"], cores)
+        quota["gpus"] = max(quota["gpus"], sum(cards))
     return config
 
 

@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.harness import UNKNOWN, Recording, Registration, evaluate, load_stack_config
+from tests.support.harness import (
+    UNKNOWN,
+    Recording,
+    Registration,
+    Secret,
+    evaluate,
+    load_stack_config,
+)
 from tests.support.kube_proxy_model import sysctl_writes
 
 TENANT = "gpu-platform:index:GpuTenant"
@@ -58,7 +65,7 @@ def _prod_config(**tenant0_control_plane: Any) -> dict[str, Any]:
     """The prod stack file with the external DataStore's credentials set as the operator would
     (a JSON object) and optional changes to the first tenant's controlPlane."""
     config = copy.deepcopy(load_stack_config("prod"))
-    config[CREDENTIALS_KEY] = json.dumps(SPEECH_CREDENTIALS)
+    config[CREDENTIALS_KEY] = Secret(json.dumps(SPEECH_CREDENTIALS))
     if tenant0_control_plane:
         tenant = config["gpu-platform:platform"]["tenants"][0]
         tenant.setdefault("controlPlane", {}).update(tenant0_control_plane)
@@ -494,7 +501,7 @@ def test_prod_external_datastore_credentials_stay_secret(evaluated: Evaluated) -
 
 def test_prod_rejects_credentials_that_are_not_a_json_object() -> None:
     config = _prod_config()
-    config[CREDENTIALS_KEY] = "s3cr3t-not-json"
+    config[CREDENTIALS_KEY] = Secret("s3cr3t-not-json")
     recording = evaluate("prod", False, config=config)
     assert recording.error is not None
     assert "speechDatastoreCredentials" in recording.error

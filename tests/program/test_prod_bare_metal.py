@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.support.harness import Recording
+from tests.support.harness import Recording, Secret
 
 KUBEADM_CONFIG_TEMPLATE = "kubernetes:bootstrap.cluster.x-k8s.io/v1beta2:KubeadmConfigTemplate"
 
@@ -203,7 +203,7 @@ def test_a_tenant_may_adopt_a_namespace_named_otherwise() -> None:
     from tests.support.harness import evaluate, load_stack_config
 
     config = copy.deepcopy(load_stack_config("prod"))
-    config[CREDENTIALS_KEY] = json.dumps({"ca.crt": "x", "username": "u", "password": "p"})
+    config[CREDENTIALS_KEY] = Secret(json.dumps({"ca.crt": "x", "username": "u", "password": "p"}))
     tenant = config["gpu-platform:platform"]["tenants"][0]
     tenant["managementNamespace"] = {"name": "metal3-vision", "existing": True}
     recording = evaluate("prod", False, config=config)
@@ -237,7 +237,7 @@ def test_kamaji_etcd_follows_the_configured_cluster_domain_and_storage_class() -
     from tests.support.harness import evaluate, load_stack_config
 
     config = copy.deepcopy(load_stack_config("prod"))
-    config[CREDENTIALS_KEY] = json.dumps({"ca.crt": "x", "username": "u", "password": "p"})
+    config[CREDENTIALS_KEY] = Secret(json.dumps({"ca.crt": "x", "username": "u", "password": "p"}))
     platform = config["gpu-platform:platform"]
     platform["management"]["existing"]["clusterDomain"] = "mgmt.example"
     platform["tenants"][0]["dataStore"]["dedicated"]["storageClassName"] = "fast-local"
@@ -261,7 +261,7 @@ def _prod_with_driver(driver: dict[str, object]) -> Recording:
     from tests.support.harness import evaluate, load_stack_config
 
     config = copy.deepcopy(load_stack_config("prod"))
-    config[CREDENTIALS_KEY] = json.dumps({"ca.crt": "x", "username": "u", "password": "p"})
+    config[CREDENTIALS_KEY] = Secret(json.dumps({"ca.crt": "x", "username": "u", "password": "p"}))
     config["gpu-platform:platform"]["gpuDriver"] = driver
     recording = evaluate("prod", False, config=config)
     assert recording.error is None, recording.error
@@ -319,7 +319,7 @@ def test_a_pod_hami_would_refuse_on_an_h100_is_blocked_at_preview() -> None:
     from tests.support.harness import evaluate, load_stack_config
 
     config = copy.deepcopy(load_stack_config("prod"))
-    config[CREDENTIALS_KEY] = json.dumps({"ca.crt": "x", "username": "u", "password": "p"})
+    config[CREDENTIALS_KEY] = Secret(json.dumps({"ca.crt": "x", "username": "u", "password": "p"}))
     llm = config["gpu-platform:platform"]["tenants"][1]
     llm["workloads"] = [
         {"name": "big", "namespace": "default", "gpu": {"memoryMiB": 81_700, "cores": 50}}

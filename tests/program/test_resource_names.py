@@ -40,12 +40,15 @@ def _rich_lab() -> dict[str, Any]:
 
 
 def _rich_prod() -> dict[str, Any]:
-    """prod with a workload and a pool without a health check."""
+    """prod with a workload (in a namespace its quota covers) and a pool without a health
+    check."""
     config = copy.deepcopy(load_stack_config("prod"))
     tenant = config[PLATFORM]["tenants"][0]
     tenant["workloads"] = [
         {"name": "serve", "namespace": "inference", "gpu": {"memoryMiB": 1000, "cores": 10}}
     ]
+    if tenant.get("gpuQuotas"):
+        tenant["gpuQuotas"].append(dict(tenant["gpuQuotas"][0], namespace="inference"))
     tenant["workerPools"].append(copy.deepcopy(tenant["workerPools"][0]))
     tenant["workerPools"][-1]["name"] = "spare"
     tenant["workerPools"][-1]["machine"].pop("healthCheck", None)
@@ -101,6 +104,8 @@ def _colliding_workloads() -> dict[str, Any]:
         dict(sample, namespace="default", name="a-b"),
         dict(sample, namespace="default-a", name="b"),
     ]
+    # A tenant with quotas meters every workload's namespace (else the config is refused first).
+    tenant["gpuQuotas"].append(dict(tenant["gpuQuotas"][0], namespace="default-a"))
     return config
 
 
@@ -112,6 +117,8 @@ def _colliding_namespaces() -> dict[str, Any]:
     tenants[0]["gpuQuotas"][0]["namespace"] = "ns-b"
     tenants[1]["name"] = "a-ns"
     tenants[1]["gpuQuotas"][0]["namespace"] = "b"
+    for tenant in tenants:  # their workloads' namespace no longer has a quota
+        tenant["workloads"] = []
     return config
 
 

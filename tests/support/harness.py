@@ -34,6 +34,16 @@ UNKNOWN = "<unknown>"
 STACK_TYPE = "pulumi:pulumi:Stack"
 
 
+# The JSON form of a config value that ``pulumi config set --secret`` stored: ``Secret(text)``.
+SECRET_MARK = "__secret_config_value__"
+
+
+def Secret(plaintext: str) -> dict[str, str]:
+    """A config value as ``pulumi config set --secret`` stores it, for a test to hand the mocks
+    (a plain string is a value written in clear into the stack file)."""
+    return {SECRET_MARK: plaintext}
+
+
 @dataclass
 class Registration:
     """One resource the program registered (or read), as the engine saw it."""
@@ -164,6 +174,10 @@ def mock_config(raw: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
         qualified = key if ":" in key else f"{PROJECT}:{key}"
         if isinstance(value, dict) and set(value) == {"secure"}:
             values[qualified] = SECRET_PLACEHOLDER
+            secret_keys.append(qualified)
+        elif isinstance(value, dict) and set(value) == {SECRET_MARK}:
+            # What `pulumi config set --secret KEY VALUE` leaves: the value, marked secret.
+            values[qualified] = value[SECRET_MARK]
             secret_keys.append(qualified)
         elif isinstance(value, str):
             values[qualified] = value

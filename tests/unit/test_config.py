@@ -709,3 +709,49 @@ def test_a_workload_image_with_a_tag_or_digest_is_taken(image: str) -> None:
     tenant = next(t for t in raw["tenants"] if t.get("workloads"))
     tenant["workloads"][0]["image"] = image
     parse_platform(raw)
+
+
+# ------------------------------------------------------- declared workloads against the tenant
+
+
+def _lab_workload(raw: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    index = next(i for i, t in enumerate(raw["tenants"]) if t.get("workloads"))
+    return index, raw["tenants"][index]
+
+
+def test_workloads_that_outgrow_their_namespaces_quota_are_refused() -> None:
+    raw = stack_platform("lab")
+    index, tenant = _lab_workload(raw)
+    workload = tenant["workloads"][0]
+    quota_index = next(
+        i for i, q in enumerate(tenant["gpuQuotas"]) if q["namespace"] == workload["namespace"]
+    )
+    quota = tenant["gpuQuotas"][quota_index]
+    # One pod more than the quota's memory holds, by HAMi's count (replicas x cards x request).
+    workload["replicas"] = quota["gpuMemoryMiB"] // workload["gpu"]["memoryMiB"] + 1
+    message = expect_error(raw, f"tenants[{index}].gpuQuotas[{quota_index}].gpuMemoryMiB")
+    assert "raise it to at least" in message
+
+
+def test_a_workload_in_a_namespace_no_quota_covers_is_refused() -> None:
+    raw = stack_platform("lab")
+    index, tenant = _lab_workload(raw)
+    tenant["workloads"][0]["namespace"] = "unmetered"
+    expect_error(raw, f"tenants[{index}].workloads[0].namespace", "has no gpuQuotas entry")
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "hami-system", "calico-system"])
+def test_a_workload_where_hamis_webhook_does_not_run_is_refused(namespace: str) -> None:
+    raw = stack_platform("lab")
+    index, tenant = _lab_workload(raw)
+    tenant["workloads"][0]["namespace"] = namespace
+    tenant["gpuQuotas"].append(
+        {"namespace": namespace, "gpuMemoryMiB": 81920, "gpuCores": 100, "gpus": 10}
+    )
+    expect_error(raw, f"tenants[{index}].workloads[0].namespace", "bypass hami-scheduler")
+
+
+def test_two_prod_tenants_on_one_control_plane_address_are_refused() -> None:
+    raw = stack_platform("prod")
+    raw["tenants"][1]["controlPlane"]["address"] = raw["tenants"][0]["controlPlane"]["address"]
+    expect_error(raw, "tenants[].controlPlane.address", "give every tenant its own")
