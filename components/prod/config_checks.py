@@ -7,6 +7,8 @@ stack has, so one error lists every problem. Each line names the key and the fix
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from components.config import PlatformConfig
 
 
@@ -36,16 +38,21 @@ def _worker_image(platform: PlatformConfig) -> list[str]:
     return []
 
 
+def _shared(values: Iterable[tuple[str | None, str]]) -> dict[str, list[str]]:
+    """Each value more than one tenant names (None is no value) -> those tenants' names."""
+    owners: dict[str, list[str]] = {}
+    for value, tenant in values:
+        if value is not None:
+            owners.setdefault(value, []).append(tenant)
+    return {value: tenants for value, tenants in owners.items() if len(tenants) > 1}
+
+
 def _shared_datastores(platform: PlatformConfig) -> list[str]:
-    users: dict[str, list[str]] = {}
-    for tenant in platform.tenants:
-        if tenant.data_store.name is not None:
-            users.setdefault(tenant.data_store.name, []).append(tenant.name)
+    users = _shared((t.data_store.name, t.name) for t in platform.tenants)
     return [
         f"tenants {', '.join(tenants)} share DataStore {name!r}: prod requires a "
         "dedicated DataStore per tenant (dataStore.dedicated)"
         for name, tenants in users.items()
-        if len(tenants) > 1
     ]
 
 
@@ -119,13 +126,9 @@ def _pool_providers(platform: PlatformConfig) -> list[str]:
 def _shared_addresses(platform: PlatformConfig) -> list[str]:
     """Two control planes cannot answer on one LoadBalancer address (the lab refuses the same in
     components.lab.network.pinned_address_problems)."""
-    owners: dict[str, list[str]] = {}
-    for tenant in platform.tenants:
-        if tenant.control_plane.address is not None:
-            owners.setdefault(tenant.control_plane.address, []).append(tenant.name)
+    owners = _shared((t.control_plane.address, t.name) for t in platform.tenants)
     return [
         f"tenants[].controlPlane.address: {address} is given to {', '.join(names)}; give every "
         "tenant its own control-plane address"
         for address, names in owners.items()
-        if len(names) > 1
     ]
