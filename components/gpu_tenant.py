@@ -250,9 +250,6 @@ class GpuTenant(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------------- options
 
-    def _on_management(self, **kwargs: Any) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._management.provider, **kwargs)
-
     def _object_identity(self, declared: Declared) -> pulumi.Output[str]:
         """What identifies one incarnation of a control-plane object: the uid of the live
         object, read back by its ID (``<resource name>-identity``), never the ID itself.
@@ -271,7 +268,7 @@ class GpuTenant(pulumi.ComponentResource):
             declared.api_version,
             declared.kind,
             declared.resource.id,
-            self._on_management(depends_on=[declared.resource]),
+            self._site.on_management(depends_on=[declared.resource]),
         )
         what = f"{declared.kind} {declared.resource_name}"
         return live.metadata.apply(lambda meta: _live_uid(meta, what))
@@ -298,13 +295,13 @@ class GpuTenant(pulumi.ComponentResource):
         tenant = self._tenant
         if tenant.management_namespace.existing:
             namespace = k8s.core.v1.Namespace.get(
-                f"{self._name}-namespace", self._ns, opts=self._on_management()
+                f"{self._name}-namespace", self._ns, opts=self._site.on_management()
             )
         else:
             namespace = k8s.core.v1.Namespace(
                 f"{self._name}-namespace",
                 metadata={"name": self._ns, "labels": dict(self._labels)},
-                opts=self._on_management(),
+                opts=self._site.on_management(),
             )
         blocked = self._substrate.blocked_pod_cidrs(self._platform)
         policies = [
@@ -312,7 +309,7 @@ class GpuTenant(pulumi.ComponentResource):
                 f"{self._name}-{manifest['metadata']['name']}",
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
-                opts=self._on_management(depends_on=[namespace]),
+                opts=self._site.on_management(depends_on=[namespace]),
             )
             for manifest in network_policies(tenant.name, self._ns, blocked)
         ]

@@ -87,11 +87,6 @@ def load_stack() -> Stack:
     return stack
 
 
-def load_platform_config() -> PlatformConfig:
-    """``load_stack``'s configuration."""
-    return load_stack().platform
-
-
 def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | None]) -> None:
     """External DataStore credentials must be the JSON object their driver needs; the error
     names the key and the expected keys, never the value."""
