@@ -45,6 +45,7 @@ from types import MappingProxyType
 
 from pulumi import RunError
 
+from components.lab import host_tools
 from components.versions import KIND_RELEASE, PINNED
 
 SKIP_ENV = "GPU_PLATFORM_SKIP_PREFLIGHT"
@@ -232,19 +233,13 @@ def tool_version_failures(facts: HostFacts, requirements: Requirements) -> list[
     return problems
 
 
-_INSTALL_HINTS = MappingProxyType(
-    {
-        "docker": "install Docker Engine (https://docs.docker.com/engine/install/)",
-        "kind": "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)",
-        "kubectl": "install kubectl (https://kubernetes.io/docs/tasks/tools/)",
-        "pulumi": "install the Pulumi CLI (https://www.pulumi.com/docs/install/)",
-    }
-)
+# The official install command of each tool (components/lab/host_tools.py, which
+# scripts/preflight.py prints too when a make target finds one missing).
+_INSTALL_HINTS = host_tools.install_hints()
 
 
 def _missing_tool(tool: str) -> str:
-    hint = _INSTALL_HINTS.get(tool, f"install {tool}")
-    return f"`{tool}` is not on PATH: {hint} and make sure it is on PATH."
+    return host_tools.missing_tool(tool, _INSTALL_HINTS)
 
 
 def with_environment(
