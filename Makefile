@@ -64,7 +64,7 @@ $(STATE_DIR):
 	mkdir -p $@
 
 .PHONY: lab-stack
-lab-stack: | $(STATE_DIR)
+lab-stack: | tools $(STATE_DIR)
 	$(PULUMI) stack select lab --create
 
 .PHONY: test
@@ -83,20 +83,35 @@ check: ## Static checks: ruff (lint + format), mypy, the import layers, shellche
 	$(BIN)/lint-imports
 	find scripts -name '*.sh' -print0 | xargs -0 -r $(BIN)/shellcheck
 
+# What a target needs on PATH, checked first, with the system Python and before any virtualenv:
+# one line per missing tool with its install command (scripts/preflight.py), so `make preview`
+# without the CLI says so instead of `pulumi: command not found`. Each target below names itself
+# (TOOLS_FOR, a target-specific variable its prerequisites inherit).
+.PHONY: tools
+tools: ## Check the tools a target needs are on PATH (make tools TOOLS_FOR=lab): pulumi, docker, kind, kubectl
+	@$(PYTHON) scripts/preflight.py --stack $(STACK) $(or $(TOOLS_FOR),lab)
+
 .PHONY: preflight
 preflight: venv ## Check this host can run the lab (Docker, Linux, CPUs, memory, disk, kind, kubectl)
 	$(BIN)/python -m components.lab.preflight
 
 .PHONY: lab
-lab: venv preflight kamaji-chart lab-stack ## Bring the lab up end to end: pulumi up, acceptance suite, kubeconfigs
-	$(PULUMI) up --yes --stack lab --skip-preview
+# `up` runs with the policy pack and the lab's policy config, the form preview.yml and
+# lab-e2e.yml use: the pack guards the deployment itself, not only PR previews (the CLI's `up`
+# takes the same --policy-pack/--policy-pack-config flags as `preview`, pulumi/pulumi v3.259.0
+# pkg/cmd/pulumi/operations/up.go:833-840).
+lab: TOOLS_FOR := lab
+lab: tools venv policy-venv preflight kamaji-chart lab-stack ## Bring the lab up end to end: pulumi up (with the policy pack), acceptance suite, kubeconfigs
+	$(PULUMI) up --yes --stack lab --skip-preview \
+	  --policy-pack policies --policy-pack-config policies/config/lab.json
 	@# The kubeconfigs are written whatever the acceptance suite says: they are what a failed
 	@# test is looked into with. make lab still fails when the suite fails.
 	status=0; $(MAKE) --no-print-directory acceptance STACK=lab || status=$$?; \
 	  $(MAKE) --no-print-directory kubeconfigs STACK=lab; exit $$status
 
 .PHONY: kubeconfigs
-kubeconfigs: venv $(STACK_READY) ## Write each tenant's admin kubeconfig to .lab/kubeconfigs/ (mode 600)
+kubeconfigs: TOOLS_FOR := kubeconfigs
+kubeconfigs: tools venv $(STACK_READY) ## Write each tenant's admin kubeconfig to .lab/kubeconfigs/ (mode 600)
 	mkdir -p $(KUBECONFIG_DIR) && chmod 700 $(KUBECONFIG_DIR)
 	@if ! out=$$($(PULUMI) stack output --stack $(STACK) --json --show-secrets tenantKubeconfigs); then \
 	  echo "no tenant kubeconfigs in stack $(STACK): deploy it first (make lab, or pulumi up -s $(STACK))" >&2; \
@@ -105,7 +120,8 @@ kubeconfigs: venv $(STACK_READY) ## Write each tenant's admin kubeconfig to .lab
 	printf '%s' "$$out" | $(BIN)/python scripts/write_kubeconfigs.py $(KUBECONFIG_DIR)
 
 .PHONY: preview
-preview: venv policy-venv kamaji-chart $(STACK_READY) ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
+preview: TOOLS_FOR := preview
+preview: tools venv policy-venv kamaji-chart $(STACK_READY) ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
 	$(PULUMI) preview --stack $(STACK) \
 	  --policy-pack policies --policy-pack-config policies/config/$(STACK).json
 
@@ -116,7 +132,8 @@ acceptance: venv ## The eight acceptance tests (and extras) against the deployed
 	  $(BIN)/python -m pytest tests/acceptance -m live -p no:cacheprovider --junitxml reports/acceptance.xml
 
 .PHONY: destroy
-destroy: $(STACK_READY) ## Tear STACK down (lab: also the kind cluster and worker containers)
+destroy: TOOLS_FOR := destroy
+destroy: tools $(STACK_READY) ## Tear STACK down (lab: also the kind cluster and worker containers)
 	$(PULUMI) destroy --yes --stack $(STACK)
 	rm -rf $(KUBECONFIG_DIR)
 

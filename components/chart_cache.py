@@ -225,7 +225,10 @@ def check_kamaji_chart(chart_dir: Path) -> None:
     if problems == [f"{chart_dir} does not exist"]:
         raise ChartPinError(
             f"the pinned Kamaji chart ({kamaji.repo} {kamaji.tag}) is not at {chart_dir}: run "
-            "`make kamaji-chart` in the project directory"
+            "`make kamaji-chart` in the project directory (it fetches the chart once, so the "
+            f"first run needs the network; offline, set {CHARTS_DIR_ENV} to a charts directory "
+            f"that holds kamaji-{kamaji.tag}/, e.g. a copy of ~/.cache/gpu-platform/charts from "
+            "a machine that ran it, then run `make kamaji-chart`)"
         )
     shown = "; ".join(problems[:3]) + (
         f"; and {len(problems) - 3} more" if len(problems) > 3 else ""

@@ -84,7 +84,7 @@ def sha256(data: bytes) -> str:
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def fetch_archive(chart: HelmChart, dest: Path, get: Fetch = http_get) -> Path:
+def fetch_archive(chart: HelmChart, dest: Path, get: Fetch | None = None) -> Path:
     """The pinned archive of ``chart`` in ``dest``: kept when it matches the digest checked when
     it was downloaded (no repository asked), else downloaded and checked against the digest the
     repository index publishes (Helm's ``pkg/repo/index.go`` ``ChartVersion.Digest``)."""
@@ -96,6 +96,7 @@ def fetch_archive(chart: HelmChart, dest: Path, get: Fetch = http_get) -> Path:
         and checked.read_text().strip() == sha256(target.read_bytes())
     ):
         return target
+    get = get or http_get
     index_text = get(chart.repo.rstrip("/") + "/index.yaml")
     index = yaml.load(index_text, Loader=_LOADER) or {}
     entry = index_entry(index, chart.chart, chart.version)
@@ -114,13 +115,14 @@ def fetch_archive(chart: HelmChart, dest: Path, get: Fetch = http_get) -> Path:
     return target
 
 
-def assemble_kamaji(dest: Path, etcd_archive: Path, get: Fetch = http_get) -> Path:
+def assemble_kamaji(dest: Path, etcd_archive: Path, get: Fetch | None = None) -> Path:
     """The pinned Kamaji chart directory in ``dest``: the release tag's files and the published
     kamaji-etcd archive in ``charts/``, each verified; kept when it already verifies."""
     kamaji, _ = chart_cache.kamaji_pins()
     target = chart_cache.kamaji_chart_dir(dest)
     if not chart_cache.verify_kamaji_chart(target):
         return target
+    get = get or http_get
     scratch = Path(tempfile.mkdtemp(prefix=".kamaji-", dir=dest))
     try:
         for name, digest in sorted(kamaji.files.items()):
@@ -193,6 +195,27 @@ def _write_atomically(target: Path, data: bytes) -> None:
     Path(partial.name).replace(target)
 
 
+def failure_message(error: Exception, only_kamaji: bool, dest: Path) -> str:
+    """The one line a failed fetch ends with: the make target that ran it, that it needs the
+    network once, and how to run it without one (a charts directory that already holds them)."""
+    target = "make kamaji-chart" if only_kamaji else "make charts"
+    kamaji = chart_cache.kamaji_chart_dir(dest).name
+    what = (
+        f"the pinned Kamaji chart ({kamaji}/, assembled from GitHub's raw files of the release "
+        "tag and the kamaji-etcd chart repository)"
+        if only_kamaji
+        else "the pinned chart archives (from each chart's Helm repository, and Kamaji's files "
+        "from GitHub)"
+    )
+    return (
+        f"{target}: could not fetch {what}: {error}. This needs the network once; afterwards "
+        f"everything is served from {dest}. Without a network here, set "
+        f"{chart_cache.CHARTS_DIR_ENV} (or --dest) to a charts directory that already holds them "
+        f"(e.g. a copy of the cache ~/.cache/gpu-platform/charts from a machine that ran "
+        f"`{target}`; {kamaji}/ alone is enough for make kamaji-chart) and run `{target}` again."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dest", type=Path, default=chart_cache.charts_dir())
@@ -239,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         if project is not None:
             print(f"  {install_kamaji(kamaji, project)} (verified)")
     except FetchError as error:
-        print(f"fetch-upstream: {error}", file=sys.stderr)
+        print(failure_message(error, args.only == "kamaji", dest), file=sys.stderr)
         return 1
     return 0
 

@@ -218,3 +218,114 @@ def check_pool_size(pool_size: int, tenant_count: int) -> None:
     problem = pool_size_problem(pool_size, tenant_count)
     if problem is not None:
         raise LabNetworkError(problem)
+
+
+# ------------------------------------------------- the kind network's range against the config
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# What the Docker daemon allocates a network's IPv4 subnet from when the network is created with
+# none: the first free /16 of 172.17.0.0/16 … 172.31.0.0/16, then /20s of 192.168.0.0/16
+# (moby/moby v28.5.2 libnetwork/ipamutils/utils.go:13-21, localScopeDefaultNetworks; a
+# daemon.json `default-address-pools` replaces them). kind creates its network with an IPv6 ULA
+# `--subnet` only and leaves IPv4 to that allocation (kubernetes-sigs/kind v0.31.0
+# pkg/cluster/internal/providers/docker/network.go:64-82 ensureNetwork, :149-161 createNetwork,
+# :326-342 generateULASubnetFromName: fc00::/8 + sha1 of the name, a /64). The default bridge
+# usually holds 172.17.0.0/16, so kind's network is usually 172.18.0.0/16.
+DOCKER_DEFAULT_POOLS: tuple[Network, ...] = tuple(
+    ipaddress.ip_network(base)
+    for base in (
+        "172.17.0.0/16",
+        "172.18.0.0/16",
+        "172.19.0.0/16",
+        "172.20.0.0/14",
+        "172.24.0.0/14",
+        "172.28.0.0/14",
+        "192.168.0.0/16",
+    )
+)
+
+
+def network_subnets(inspect_json: str) -> list[Network]:
+    """Every IPAM subnet (IPv4 and IPv6) of the network ``docker network inspect`` printed."""
+    network = _networks(inspect_json)[0]
+    found: list[Network] = []
+    for entry in (network.get("IPAM") or {}).get("Config") or []:
+        try:
+            found.append(ipaddress.ip_network(str((entry or {}).get("Subnet", "")), strict=False))
+        except ValueError:
+            continue
+    return found
+
+
+def _outside(prefixlen: int, taken: Sequence[Network]) -> str | None:
+    """The first /prefixlen of 10.0.0.0/8 that overlaps nothing in ``taken`` (a suggestion)."""
+    if not 8 <= prefixlen <= 28:
+        return None
+    for candidate in ipaddress.ip_network("10.0.0.0/8").subnets(new_prefix=prefixlen):
+        if not any(candidate.overlaps(net) for net in taken if net.version == 4):
+            return str(candidate)
+    return None
+
+
+def kind_network_problems(
+    network: str, subnets: Sequence[Network], ranges: Sequence[tuple[str, str]]
+) -> list[str]:
+    """One line per configured range (``(config key, CIDR)``) that overlaps a subnet of the kind
+    docker network: its addresses belong to the kind node, the tenants' worker containers and the
+    MetalLB pool, so pods or Services there would shadow them. Pure."""
+    configured = [(key, ipaddress.ip_network(cidr, strict=False)) for key, cidr in ranges]
+    taken = [*subnets, *(net for _, net in configured)]
+    problems: list[str] = []
+    for key, net in configured:
+        for subnet in subnets:
+            if subnet.version != net.version or not subnet.overlaps(net):
+                continue
+            free = _outside(net.prefixlen, taken) if net.version == 4 else None
+            example = f" (e.g. {free}, which overlaps no other configured range)" if free else ""
+            problems.append(
+                f"{key} {net} overlaps the kind docker network {network!r} ({subnet}), where the "
+                "kind node, the tenants' worker containers and the MetalLB pool get their "
+                f"addresses: set {key} to a range outside {subnet}{example}"
+            )
+    return problems
+
+
+def absent_network_notes(network: str, ranges: Sequence[tuple[str, str]]) -> list[str]:
+    """What to say when the kind network does not exist yet (nothing to check against): what kind
+    will create, then one line per configured range Docker's default pools could hand it. Pure."""
+    notes = [
+        f"docker network {network!r} does not exist yet, so no range is checked against it: "
+        "kind creates it at the first `up` with an IPv6 ULA /64 and Docker's IPv4 subnet, the "
+        "first free /16 of 172.17.0.0-172.31.255.255 (usually 172.18.0.0/16) or a /20 of "
+        "192.168.0.0/16 on a default daemon; the next preview or up checks it"
+    ]
+    for key, cidr in ranges:
+        net = ipaddress.ip_network(cidr, strict=False)
+        pools = [str(pool) for pool in DOCKER_DEFAULT_POOLS if pool.overlaps(net)]
+        if pools:
+            notes.append(
+                f"{key} {net} overlaps Docker's default address pools ({', '.join(pools)}), "
+                f"from which the kind network {network!r} will get its IPv4 subnet: prefer a "
+                "range in 10.0.0.0/8"
+            )
+    return notes
+
+
+def pinned_pool_problems(
+    inspect_json: str, pool_size: int, pins: Sequence[tuple[int, str, str]]
+) -> list[str]:
+    """The pool's own problems (no IPv4 subnet, too small) or one line per pinned
+    ``(index, tenant, controlPlane.address)`` outside the pool carved from the existing network:
+    known on the host before anything is registered, instead of at the control plane's turn."""
+    try:
+        pool = metallb_pool(inspect_json, pool_size)
+    except LabNetworkError as error:
+        return [str(error)]
+    problems: list[str] = []
+    for index, name, address in pins:
+        try:
+            pinned_address(pool, index, name, address)
+        except LabNetworkError as error:
+            problems.append(str(error))
+    return problems

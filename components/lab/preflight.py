@@ -26,6 +26,10 @@ whose memory and disk the running lab itself uses must not be refused.
 runs during ``pulumi preview`` (a PR runner has no Docker) nor with
 ``GPU_PLATFORM_SKIP_PREFLIGHT=1``. ``python -m components.lab.preflight`` runs the same check by
 hand.
+
+``check_kind_network()`` runs before registration in preview and up alike: the kind docker
+network's subnets (known only on this host, ``docker network inspect``) against every configured
+pod and service range, and pinned control-plane addresses against the pool carved from it.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ from types import MappingProxyType
 
 from pulumi import RunError
 
+from components.config import PlatformConfig
+from components.lab import host_tools
+from components.lab import network as lab_network
 from components.versions import KIND_RELEASE, PINNED
 
 SKIP_ENV = "GPU_PLATFORM_SKIP_PREFLIGHT"
@@ -232,19 +239,13 @@ def tool_version_failures(facts: HostFacts, requirements: Requirements) -> list[
     return problems
 
 
-_INSTALL_HINTS = MappingProxyType(
-    {
-        "docker": "install Docker Engine (https://docs.docker.com/engine/install/)",
-        "kind": "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)",
-        "kubectl": "install kubectl (https://kubernetes.io/docs/tasks/tools/)",
-        "pulumi": "install the Pulumi CLI (https://www.pulumi.com/docs/install/)",
-    }
-)
+# The official install command of each tool (components/lab/host_tools.py, which
+# scripts/preflight.py prints too when a make target finds one missing).
+_INSTALL_HINTS = host_tools.install_hints()
 
 
 def _missing_tool(tool: str) -> str:
-    hint = _INSTALL_HINTS.get(tool, f"install {tool}")
-    return f"`{tool}` is not on PATH: {hint} and make sure it is on PATH."
+    return host_tools.missing_tool(tool, _INSTALL_HINTS)
 
 
 def with_environment(
@@ -439,6 +440,86 @@ def check_lab_host(
     if problems:
         raise PreflightError(report(problems))
     return True
+
+
+# ------------------------------------------------ the kind network against the configured ranges
+
+
+def inspect_docker_network(name: str, timeout: float = 20.0) -> tuple[str, str]:
+    """``("present", inspect JSON)``, ``("absent", "")`` or ``("unknown", why)`` for the docker
+    network ``name``. Docker answers a missing network with "network NAME not found"
+    (moby/moby v28.5.2 libnetwork/error.go:12; older clients print "No such network")."""
+    try:
+        proc = subprocess.run(
+            ["docker", "network", "inspect", name],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError:
+        return "unknown", "docker is not on PATH"
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return "unknown", f"`docker network inspect {name}` failed ({error})"
+    if proc.returncode == 0:
+        return "present", proc.stdout
+    said = " ".join(proc.stderr.split())
+    if re.search(r"not found|no such network", said, re.I):
+        return "absent", ""
+    return "unknown", said or f"`docker network inspect {name}` exited with {proc.returncode}"
+
+
+def configured_ranges(platform: PlatformConfig) -> list[tuple[str, str]]:
+    """Every range the stack config routes inside the clusters, with its config key."""
+    kind = platform.kind
+    ranges = [
+        ("management.kind.podSubnet", kind.pod_subnet),
+        ("management.kind.serviceSubnet", kind.service_subnet),
+    ]
+    for index, tenant in enumerate(platform.tenants):
+        ranges.append((f"tenants[{index}].network.podCidr", tenant.network.pod_cidr))
+        ranges.append((f"tenants[{index}].network.serviceCidr", tenant.network.service_cidr))
+    return ranges
+
+
+def check_kind_network(
+    platform: PlatformConfig,
+    environ: Mapping[str, str] | None = None,
+    inspect: Callable[[str], tuple[str, str]] | None = None,
+) -> tuple[list[str], list[str]]:
+    """Refuse, before anything is registered (preview and up alike), a configured range that
+    overlaps the kind docker network, or a pinned control-plane address outside the pool carved
+    from it: only this host knows the network's subnet. Returns ``(info, warnings)`` to log:
+    what was checked, or why nothing could be (no Docker, no network yet). Skipped with
+    ``GPU_PLATFORM_SKIP_PREFLIGHT=1``."""
+    environ = os.environ if environ is None else environ
+    if environ.get(SKIP_ENV, "").strip() == "1":
+        return [], []
+    name = platform.kind.docker_network
+    ranges = configured_ranges(platform)
+    state, text = (inspect or inspect_docker_network)(name)
+    if state == "absent":
+        first, *rest = lab_network.absent_network_notes(name, ranges)
+        return [f"kind network check: {first}"], [f"kind network check: {n}" for n in rest]
+    if state != "present":
+        return [], [f"kind network check: the range of docker network {name!r} is unknown ({text})"]
+    pins = [
+        (index, tenant.name, tenant.control_plane.address)
+        for index, tenant in enumerate(platform.tenants)
+        if tenant.control_plane.address is not None
+    ]
+    problems = lab_network.kind_network_problems(
+        name, lab_network.network_subnets(text), ranges
+    ) + lab_network.pinned_pool_problems(text, platform.kind.metallb_pool_size, pins)
+    if len(problems) == 1:
+        raise lab_network.LabNetworkError(f"kind network check failed: {problems[0]}")
+    if problems:
+        lines = "\n".join(f"  - {problem}" for problem in problems)
+        raise lab_network.LabNetworkError(
+            f"kind network check failed ({len(problems)} problems):\n{lines}"
+        )
+    subnets = ", ".join(str(net) for net in lab_network.network_subnets(text))
+    return [f"kind network check passed: no configured range overlaps {name!r} ({subnets})"], []
 
 
 def main(argv: list[str] | None = None) -> int:

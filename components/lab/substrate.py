@@ -55,6 +55,13 @@ class LabSubstrate:
         if preflight.check_lab_host(dry_run, kind_cluster=platform.kind.cluster_name):
             pulumi.log.info("lab host preflight passed")
         lab_network.check_pool_size(platform.kind.metallb_pool_size, len(platform.tenants))
+        # The kind network's range is known only here, on the host: a configured range inside
+        # it is refused now, in preview too (components.lab.preflight.check_kind_network).
+        info, warnings = preflight.check_kind_network(platform)
+        for line in info:
+            pulumi.log.info(line)
+        for line in warnings:
+            pulumi.log.warn(line)
 
     def management_cluster(
         self, name: str, platform: PlatformConfig, component: pulumi.Resource

@@ -142,3 +142,16 @@ def test_the_cached_kamaji_chart_verifies_when_present() -> None:
     if not chart.is_dir():
         pytest.skip(f"{chart} absent: run `make kamaji-chart`")
     assert chart_cache.verify_kamaji_chart(chart) == []
+
+
+def test_a_missing_chart_says_it_needs_the_network_once_and_how_to_point_at_a_charts_directory(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(chart_cache.ChartPinError) as raised:
+        chart_cache.check_kamaji_chart(tmp_path / "absent")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "needs the network" in message
+    assert f"set {chart_cache.CHARTS_DIR_ENV} to a charts directory" in message
+    kamaji, _ = chart_cache.kamaji_pins()
+    assert f"kamaji-{kamaji.tag}/" in message

@@ -179,3 +179,80 @@ def test_make_kamaji_chart_copies_the_verified_chart_into_the_project_offline(
     assert fetch_charts.main(argv) == 0
     assert chart_cache.verify_kamaji_chart(copy) == []
     assert sorted(p.name for p in (project / ".charts").iterdir()) == ["kamaji-26.8.2-edge"]
+
+
+def _no_network(monkeypatch: pytest.MonkeyPatch, fetch_charts: ModuleType) -> list[str]:
+    """The real downloader on a host without a network: every urlopen fails as name resolution
+    does, and the retries do not sleep."""
+    import urllib.error
+
+    asked: list[str] = []
+
+    def urlopen(url: str, *args: object, **kwargs: object) -> object:
+        asked.append(url)
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(fetch_charts.urllib.request, "urlopen", urlopen)
+    monkeypatch.setattr(fetch_charts.time, "sleep", lambda seconds: None)
+    return asked
+
+
+@pytest.mark.parametrize(
+    ("argv", "target"),
+    [(["--only", "kamaji", "--project", "PROJECT"], "make kamaji-chart"), ([], "make charts")],
+)
+def test_a_fetch_without_network_names_the_target_the_network_once_and_the_charts_directory(
+    fetch_charts: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    target: str,
+) -> None:
+    asked = _no_network(monkeypatch, fetch_charts)
+    cache = tmp_path / "cache"
+    args = ["--dest", str(cache), *(str(tmp_path / "p") if a == "PROJECT" else a for a in argv)]
+    assert fetch_charts.main(args) == 1
+    assert asked, "the downloader was never called"
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1, err
+    line = err[0]
+    assert line.startswith(f"{target}: could not fetch ")
+    assert "Temporary failure in name resolution" in line
+    assert "needs the network once" in line
+    assert f"set {chart_cache.CHARTS_DIR_ENV} (or --dest) to a charts directory" in line
+    assert f"run `{target}` again" in line
+    assert "fetch-upstream" not in line
+
+
+def test_the_charts_directory_the_failure_points_at_serves_make_kamaji_chart_offline(
+    fetch_charts: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the message advises works: with GPU_PLATFORM_CHARTS_DIR naming a directory that holds
+    the verified kamaji-<tag>/, make kamaji-chart's command succeeds with no network at all."""
+    files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji\n", "templates/c.yaml": b"c"}
+    etcd_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji-etcd\n"}
+    digests = {n: chart_cache.file_digest(n, d) for n, d in files.items()}
+    kamaji = chart_cache.PinnedFiles("clastix/kamaji", "26.8.2-edge", "0" * 40, "charts/k", digests)
+    etcd = chart_cache.PinnedFiles(
+        "clastix/kamaji-etcd",
+        "v0.17.0",
+        "0" * 40,
+        "charts/e",
+        {n: chart_cache.file_digest(n, d) for n, d in etcd_files.items()},
+    )
+    monkeypatch.setattr(chart_cache, "kamaji_pins", lambda: (kamaji, etcd))
+    copied = tmp_path / "copied-charts"
+    chart = copied / "kamaji-26.8.2-edge"
+    for name, data in files.items():
+        (chart / name).parent.mkdir(parents=True, exist_ok=True)
+        (chart / name).write_bytes(data)
+    (chart / "charts").mkdir()
+    (chart / "charts" / "kamaji-etcd-0.17.0.tgz").write_bytes(tgz("kamaji-etcd", etcd_files))
+    assert chart_cache.verify_kamaji_chart(chart) == []
+    asked = _no_network(monkeypatch, fetch_charts)
+    monkeypatch.setenv(chart_cache.CHARTS_DIR_ENV, str(copied))
+    project = tmp_path / "project"
+    assert fetch_charts.main(["--only", "kamaji", "--project", str(project)]) == 0
+    assert asked == []
+    assert chart_cache.verify_kamaji_chart(chart_cache.project_kamaji_chart(project)) == []

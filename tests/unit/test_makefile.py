@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,101 @@ def test_a_ci_run_in_which_no_test_ran_fails_and_says_so(tmp_path: Path) -> None
 def _said_no_tests_ran(run: subprocess.CompletedProcess[str]) -> bool:
     """A line of its own (make also echoes the recipe, which holds the same words)."""
     return any(line.startswith("FAIL: no tests ran") for line in run.stderr.splitlines())
+
+
+# ------------------------------------------------------------ the tools preflight, really run
+
+
+def _path_without_pulumi(tmp_path: Path) -> str:
+    """A PATH of shims for what the recipes before the CLI call (bash, mkdir, python3), and no
+    ``pulumi``, whatever this host has installed."""
+    shims = tmp_path / "path"
+    shims.mkdir()
+    for tool in ("bash", "mkdir", "env"):
+        found = shutil.which(tool)
+        assert found is not None, tool
+        (shims / tool).symlink_to(found)
+    (shims / "python3").symlink_to(os.path.realpath(sys.executable))
+    return str(shims)
+
+
+def _prepared_fake_venv(tmp_path: Path) -> Path:
+    """A virtualenv that counts as prepared, whose python succeeds at everything (the chart fetch
+    and the host preflight it would run), so only the tools preflight can stop a target."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    fake = venv / "bin" / "python"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    (venv / ".gpu-platform-installed").touch()
+    return venv
+
+
+@pytest.mark.parametrize(
+    ("target", "stack"),
+    [
+        ("preview", "lab"),
+        ("preview", "prod"),
+        ("lab", "lab"),
+        ("destroy", "lab"),
+        ("kubeconfigs", "prod"),
+    ],
+)
+def test_a_target_run_without_the_pulumi_cli_stops_at_the_preflight_with_the_install_line(
+    tmp_path: Path, target: str, stack: str
+) -> None:
+    make = shutil.which("make")
+    assert make is not None
+    venv = _prepared_fake_venv(tmp_path)
+    env = {"PATH": _path_without_pulumi(tmp_path), "HOME": str(tmp_path)}
+    ran = subprocess.run(
+        [
+            make,
+            "--no-print-directory",
+            target,
+            f"STACK={stack}",
+            f"VENV={venv}",
+            "-o",
+            "policies/.venv/.gpu-platform-installed",
+            f"STATE_DIR={tmp_path}/state",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    said = ran.stdout + ran.stderr
+    assert ran.returncode != 0, said
+    assert "command not found" not in said
+    lines = [line for line in ran.stderr.splitlines() if "`pulumi` is not on PATH" in line]
+    assert len(lines) == 1, said
+    assert lines[0].startswith(f"preflight (make {target}): ")
+    assert "curl -fsSL https://get.pulumi.com | sh -s -- --version" in lines[0]
+    # Nothing after the preflight ran: no state directory, no stack.
+    assert not (tmp_path / "state").exists()
+
+
+def test_make_lab_deploys_with_the_policy_pack_and_the_lab_policy_config() -> None:
+    """The same flags preview.yml and lab-e2e.yml pass to `pulumi preview`, on the `up` itself,
+    with the pack's interpreter prepared first."""
+    lines = dry_run("-B", "lab")
+    up = index_of(lines, "pulumi --non-interactive up --yes --stack lab")
+    recipe = " ".join(line.rstrip("\\").strip() for line in lines[up : up + 2])
+    assert "--policy-pack policies --policy-pack-config policies/config/lab.json" in recipe
+    assert index_of(lines, "-m venv policies/.venv") < up
+    for workflow in ("preview.yml", "lab-e2e.yml"):
+        text = (REPO_ROOT / ".github" / "workflows" / workflow).read_text()
+        assert "--policy-pack policies" in text
+        assert "--policy-pack-config" in text
+
+
+@pytest.mark.parametrize("target", ["preview", "lab", "destroy", "kubeconfigs"])
+def test_the_tools_preflight_runs_before_the_venv_and_the_first_cli_call(target: str) -> None:
+    lines = dry_run("-B", target, "STACK=lab")
+    tools = index_of(lines, f"scripts/preflight.py --stack lab {target}")
+    first_cli = index_of(lines, "pulumi --non-interactive")
+    assert tools < first_cli
+    if target != "destroy":
+        assert tools < index_of(lines, "-m venv")
