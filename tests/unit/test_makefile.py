@@ -184,3 +184,15 @@ def test_a_ci_run_in_which_no_test_ran_fails_and_says_so(tmp_path: Path) -> None
 def _said_no_tests_ran(run: subprocess.CompletedProcess[str]) -> bool:
     """A line of its own (make also echoes the recipe, which holds the same words)."""
     return any(line.startswith("FAIL: no tests ran") for line in run.stderr.splitlines())
+
+
+def test_destroy_keeps_the_registry_caches_and_clean_caches_removes_them() -> None:
+    destroy = dry_run("-B", "destroy", "STACK=lab")
+    assert not [line for line in destroy if "registry-caches-remove" in line]
+    clean = dry_run("clean-caches")
+    assert clean == ["bash scripts/management/registry-caches-remove.sh"]
+
+
+def test_make_docs_regenerates_the_lab_image_list() -> None:
+    lines = dry_run("-o", ".venv/.gpu-platform-installed", "docs")
+    assert any(line.endswith("python scripts/lab_images.py") for line in lines), lines
