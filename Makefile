@@ -158,8 +158,13 @@ fetch-upstream: charts ## charts, plus the upstream data files the contract test
 	bash scripts/fetch-upstream.sh .upstream
 
 .PHONY: docs
-docs: venv ## Regenerate docs/configuration.md's reference from the pydantic models
+docs: venv ## Regenerate docs/configuration.md's reference and the lab's image list (docs/lab.md)
 	$(BIN)/python -m components.config_reference --write docs/configuration.md
+	$(BIN)/python scripts/lab_images.py
+
+.PHONY: clean-caches
+clean-caches: ## Remove the lab's registry caches and their images (make destroy keeps them)
+	bash scripts/management/registry-caches-remove.sh
 
 .PHONY: integration
 integration: venv ## Opt-in, ~15 min: up -> acceptance -> destroy of the lab through the Automation API

@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks import graph, report, synthetic
+from benchmarks import bringup, graph, report, synthetic
 from benchmarks.floor import ShapeJson, floor_shape, shape_to_json
 from benchmarks.footprint import stack_footprint
 from benchmarks.runner import REPO_ROOT, Kind, Measurement, measure
@@ -70,6 +70,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per evaluation")
     parser.add_argument(
         "--durations", action="store_true", help="print the duration estimates table and exit"
+    )
+    parser.add_argument(
+        "--bringup",
+        action="store_true",
+        help="print only make lab's critical paths and pulls, with and without caches, and exit",
     )
     parser.add_argument(
         "--profile",
@@ -235,6 +240,16 @@ def profile_largest(
     )
 
 
+def lab_bring_up() -> bringup.BringUp:
+    """make lab's estimated critical paths and pulls for the lab stack file itself."""
+    from tests.support.harness import evaluate
+
+    recording = evaluate("lab", False)
+    if recording.error is not None:
+        raise EvaluationFailedError(f"the lab stack failed to evaluate:\n{recording.error}")
+    return bringup.bring_up("lab", graph.nodes_from(recording.resources))
+
+
 def _machine() -> dict[str, Any]:
     return {
         "python": host.python_version(),
@@ -252,6 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from components.stack import parse_platform
     from tests.support.harness import load_stack_config
+
+    if args.bringup:
+        found = lab_bring_up()
+        print("\n".join(bringup.render(found)))
+        return 0
 
     base = load_stack_config(args.stack)
     sizes: list[report.SizeResult] = []
@@ -271,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stack_footprint(stack, parse_platform(load_stack_config(stack)[synthetic.PLATFORM_KEY]))
         for stack in FOOTPRINT_STACKS
     ]
+    bring_up = lab_bring_up() if args.stack == "lab" else None
     result = report.Report(
         mode="ci" if args.ci else "full",
         stack=args.stack,
@@ -281,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         footprints=footprints,
         durations=graph.DURATIONS,
         profile=profile,
+        bring_up=bring_up,
     )
     if args.ci:
         result.checks = report.ci_checks(
@@ -288,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     else:
         result.goals = report.goal_checks(sizes)
+        if bring_up is not None:
+            result.goals.append(bringup.goal_check(bring_up))
     print(report.render(result))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report.to_json(result), indent=2) + "\n")

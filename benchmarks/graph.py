@@ -89,6 +89,13 @@ class Estimate:
     name_glob: str
     seconds: float
     why: str
+    # The part of ``seconds`` spent pulling images from the internet on a cold host, and how many
+    # images (benchmarks.bringup charges them per run: from the internet, from the registry
+    # caches, or not at all once pulled ahead). ``where``: "host" (Docker's own image store,
+    # kept between runs), "cluster" (a node's containerd, emptied by every destroy), "" (none).
+    pulls: float = 0
+    images: int = 0
+    where: str = ""
 
     def matches(self, node: Node) -> bool:
         return fnmatchcase(node.type, self.type_glob) and fnmatchcase(node.name, self.name_glob)
@@ -103,29 +110,66 @@ DURATIONS: tuple[Estimate, ...] = (
     Estimate("gpu-platform:*", "*", 0, "component: takes no time itself"),
     Estimate("pulumi:providers:*", "*", 0, "provider: configured in-process"),
     Estimate(COMMAND, "*preflight*", 2, "host checks"),
-    Estimate(COMMAND, "*kind-cluster*", 90, "kind create cluster: node image, control plane"),
+    Estimate(
+        COMMAND,
+        "*kind-cluster*",
+        90,
+        "kind create cluster: node image, control plane",
+        pulls=50,
+        images=1,
+        where="host",
+    ),
+    Estimate(
+        COMMAND,
+        "*registry-caches*",
+        5,
+        "registry caches started (registry image pulled once per host)",
+        pulls=3,
+        images=1,
+        where="host",
+    ),
+    Estimate(COMMAND, "*node-mirrors*", 3, "hosts.toml written into the node"),
+    Estimate(COMMAND, "*node-images*", 3, "hosts.toml, then images pulled ahead (bringup.py)"),
     Estimate(COMMAND, "*join*", 60, "kubeadm join of a kindest/node worker, kubelet bootstrap"),
     Estimate(COMMAND, "*", 5, "short host script (docker inspect, labels, inventory, polls)"),
     Estimate("command:remote:Command", "*", 10, "remote script over SSH"),
-    Estimate("docker:index/remoteImage:RemoteImage", "*", 60, "image pull (kindest/node)"),
+    Estimate(
+        "docker:index/remoteImage:RemoteImage",
+        "*",
+        60,
+        "image pull (kindest/node)",
+        pulls=60,
+        images=1,
+        where="host",
+    ),
     Estimate("docker:index/container:Container", "*", 10, "container start, systemd boots"),
     Estimate("docker:*", "*", 2, "docker network / volume"),
     Estimate(HELM, "*gpu-operator*", 300, "GPU Operator: driver + toolkit on GPU nodes"),
-    Estimate(HELM, "*cert-manager*", 60, "chart install, webhook ready"),
-    Estimate(HELM, "*metallb*", 45, "chart install, speaker ready"),
+    Estimate(HELM, "*cert-manager*", 60, "chart install, webhook ready", 20, 4, "cluster"),
+    Estimate(HELM, "*metallb*", 45, "chart install, speaker ready", 15, 2, "cluster"),
     Estimate(HELM, "*etcd*", 90, "dedicated kamaji-etcd: 3 members, PVCs, certificates"),
-    Estimate(HELM, "*kamaji*", 120, "Kamaji + bundled kamaji-etcd (3 members, PVCs)"),
-    Estimate(HELM, "*tigera*", 90, "tigera-operator + calico-node on the workers"),
-    Estimate(HELM, "*calico*", 90, "tigera-operator + calico-node on the workers"),
+    Estimate(
+        HELM, "*kamaji*", 120, "Kamaji + bundled kamaji-etcd (3 members, PVCs)", 25, 4, "cluster"
+    ),
+    Estimate(HELM, "*calico-crds*", 10, "CRD-only chart: its CRDs established"),
+    Estimate(
+        HELM, "*tigera*", 90, "tigera-operator + calico-node on the workers", 50, 8, "cluster"
+    ),
+    Estimate(
+        HELM, "*calico*", 90, "tigera-operator + calico-node on the workers", 50, 8, "cluster"
+    ),
     Estimate(HELM, "*cluster-api*", 90, "cluster-api-operator + providers"),
     Estimate(HELM, "*capi*", 90, "cluster-api-operator + providers"),
-    Estimate(HELM, "*hami*", 60, "HAMi scheduler + webhook ready"),
+    Estimate(HELM, "*hami*", 60, "HAMi scheduler + webhook ready", 30, 3, "cluster"),
     Estimate(HELM, "*", 60, "chart install with skip_await=False"),
     Estimate(
         "kubernetes:kamaji.clastix.io/*:TenantControlPlane",
         "*",
         60,
         "certificates, kubeconfigs, control-plane rollout, LB address",
+        pulls=5,
+        images=1,
+        where="cluster",
     ),
     Estimate("kubernetes:kamaji.clastix.io/*:DataStore", "*", 2, "object accepted"),
     Estimate(
@@ -142,20 +186,32 @@ DURATIONS: tuple[Estimate, ...] = (
     ),
     Estimate("kubernetes:operator.cluster.x-k8s.io/*", "*", 60, "CAPI provider installed"),
     Estimate("kubernetes:cluster.x-k8s.io/*", "*", 5, "CAPI object accepted"),
-    Estimate("kubernetes:apps/v1:*", "*", 30, "workload rollout (awaited by pulumi-kubernetes)"),
-    Estimate("kubernetes:batch/v1:Job", "*", 30, "job completes (awaited)"),
+    Estimate(
+        "kubernetes:apps/v1:*",
+        "*",
+        30,
+        "workload rollout (awaited by pulumi-kubernetes)",
+        pulls=10,
+        images=1,
+        where="cluster",
+    ),
+    Estimate("kubernetes:batch/v1:Job", "*", 30, "job completes (awaited)", 5, 1, "cluster"),
     Estimate("kubernetes:core/v1:Service", "*", 5, "service, LoadBalancer address"),
     Estimate("kubernetes:*", "*", 2, "plain Kubernetes object (namespace, secret, quota, ...)"),
     Estimate("random:*", "*", 0, "computed locally"),
     Estimate("tls:*", "*", 0, "computed locally"),
     Estimate("*", "*", 5, "unlisted type: default guess"),
 )
+# A read of an existing object (``.get``) is one GET, whatever the object's type.
+READ = Estimate("*", "*", 1, "read of an existing object: one GET")
 
 
 def estimate(node: Node, table: Sequence[Estimate] = DURATIONS) -> Estimate:
     """The first row of ``table`` matching ``node``; components always take 0 seconds."""
     if not node.custom:
         return Estimate(node.type, "*", 0, "component: takes no time itself")
+    if node.read:
+        return READ
     for row in table:
         if row.matches(node):
             return row

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from benchmarks import bringup
+from benchmarks.bringup import BringUp
 from benchmarks.footprint import StackFootprint
 from benchmarks.graph import CriticalPath, Estimate, Independence, Span
 
@@ -128,6 +130,7 @@ class Report:
     goals: list[Check] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     profile: Profile | None = None
+    bring_up: BringUp | None = None  # the lab stack file's make lab, with and without caches
 
 
 # ------------------------------------------------------------------------------ analysis
@@ -333,6 +336,8 @@ def render(report: Report) -> str:
     out += ["", *_section_path(report.sizes)]
     if report.footprints:
         out += ["", *_section_footprint(report.footprints)]
+    if report.bring_up is not None:
+        out += ["", *bringup.render(report.bring_up)]
     if report.profile is not None:
         out += ["", *_section_profile(report.profile)]
     if report.goals:
@@ -643,6 +648,7 @@ def to_json(report: Report) -> dict[str, Any]:
         },
         "durations": [asdict(d) for d in report.durations],
         "profile": asdict(report.profile) if report.profile is not None else None,
+        "bring_up": bringup.to_json(report.bring_up) if report.bring_up is not None else None,
         "goals": [asdict(c) for c in report.goals],
         "checks": [asdict(c) for c in report.checks],
     }

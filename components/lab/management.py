@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 from pulumi_command import local
 
 from components.config import PlatformConfig
+from components.lab import lab_images, registry_cache
 from components.lab import network as lab_network
 from components.lab.management_values import (
     METALLB_POOL_NAME,
@@ -64,7 +65,12 @@ def kind_cluster(name: str, platform: PlatformConfig, component: pulumi.Resource
             delete_before_replace=True,
         ),
     )
-    kubeconfig: pulumi.Output[str] = pulumi.Output.secret(cluster.stdout)
+    _caches, mirrors = _registry_caches(name, platform, component, cluster)
+    # Nothing in the cluster pulls an image before its node pulls through the caches: every
+    # resource on the management provider waits for the wiring (components.lab.registry_cache).
+    kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
+        pulumi.Output.all(cluster.stdout, mirrors.id).apply(lambda out: str(out[0]))
+    )
     provider = k8s.Provider(
         f"{name}-provider",
         kubeconfig=kubeconfig,
@@ -92,10 +98,69 @@ def kind_cluster(name: str, platform: PlatformConfig, component: pulumi.Resource
         kubeconfig=kubeconfig,
         provider=provider,
         teardown_root=cluster,
-        kind_network=pulumi.Output.from_input(kind.docker_network),
+        # The name, once the kind network exists with the caches on it: a worker container
+        # created on it may start before the management cluster serves (it waits only for this).
+        kind_network=mirrors.id.apply(lambda _: kind.docker_network),
         lb_pool=lb_pool,
         tenant_address_pool=METALLB_POOL_NAME,
     )
+
+
+def _registry_caches(
+    name: str, platform: PlatformConfig, component: pulumi.Resource, cluster: local.Command
+) -> tuple[local.Command, local.Command]:
+    """The host's pull-through caches, one per registry of the derived image list, started at
+    once (beside ``kind create cluster``), and the kind node wired to them as soon as it exists.
+    Neither deletes anything: the caches outlive ``pulumi destroy``."""
+    network = platform.kind.docker_network
+    pinned = lab_images.pinned()
+    found = registry_cache.caches(lab_images.registries(pinned))
+    caches = local.Command(
+        f"{name}-registry-caches",
+        create=_script("registry-caches-up.sh"),
+        update=_script("registry-caches-up.sh"),
+        delete=NOTHING_TO_DELETE,
+        interpreter=list(BASH),
+        environment=registry_cache.caches_env(found, network),
+        logging=local.Logging.STDOUT_AND_STDERR,
+        opts=pulumi.ResourceOptions(parent=component),
+    )
+    mirrors = local.Command(
+        f"{name}-kind-node-mirrors",
+        create=_script("node-mirrors.sh"),
+        update=_script("node-mirrors.sh"),
+        delete=NOTHING_TO_DELETE,
+        interpreter=list(BASH),
+        # kind names its one control-plane node <cluster>-control-plane (kind v0.31.0
+        # pkg/cluster/internal/providers/common/namer.go:25-37).
+        environment=registry_cache.mirrors_env(
+            found, [f"{platform.kind.cluster_name}-control-plane"], network
+        ),
+        logging=local.Logging.STDOUT_AND_STDERR,
+        # A new kind cluster (a new Command ID) is a new node: wire it again.
+        triggers=[cluster.id],
+        opts=pulumi.ResourceOptions(parent=component, depends_on=[cluster, caches]),
+    )
+    # The management cluster's own images, pulled through the caches while cert-manager (which
+    # nothing waits on this for) installs: Kamaji, etcd, MetalLB and the tenants' control planes
+    # then start from local images.
+    local.Command(
+        f"{name}-kind-node-images",
+        create=_script("node-mirrors.sh"),
+        update=_script("node-mirrors.sh"),
+        delete=NOTHING_TO_DELETE,
+        interpreter=list(BASH),
+        environment=registry_cache.mirrors_env(
+            found,
+            [f"{platform.kind.cluster_name}-control-plane"],
+            network,
+            lab_images.prepull_images(pinned, lab_images.MANAGEMENT),
+        ),
+        logging=local.Logging.STDOUT_AND_STDERR,
+        triggers=[cluster.id],
+        opts=pulumi.ResourceOptions(parent=component, depends_on=[mirrors]),
+    )
+    return caches, mirrors
 
 
 def metallb(site: ManagementSite, lb_pool: pulumi.Output[list[str]]) -> list[pulumi.Resource]:

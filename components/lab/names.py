@@ -32,7 +32,7 @@ POOL_PARTS = (
     "completer-script",
     "completer",
 )
-WORKER_PARTS = ("var", "node-join", "gpu-capacity", "inventory")
+WORKER_PARTS = ("var", "node-images", "node-join", "gpu-capacity", "inventory")
 
 
 def pool_parts(pool: WorkerPool) -> list[str]:

@@ -50,7 +50,7 @@ from types import MappingProxyType
 from pulumi import RunError
 
 from components.config import PlatformConfig
-from components.lab import host_tools
+from components.lab import host_tools, registry_cache
 from components.lab import network as lab_network
 from components.versions import KIND_RELEASE, PINNED
 
@@ -90,6 +90,8 @@ class Requirements:
     min_cpus: int = 4
     min_free_memory_gib: float = 8.0
     min_free_disk_gib: float = 20.0
+    # What the registry caches take once warm, needed on top while they do not exist yet.
+    registry_cache_gib: float = registry_cache.CACHE_DISK_GIB
     # kind's known issue "too many open files": 128 (a common default) is too few for several
     # node containers; kind's docs recommend 512.
     min_inotify_instances: int = 512
@@ -116,6 +118,8 @@ class HostFacts:
     tool_versions: Mapping[str, str] = field(default_factory=dict)
     # The lab's kind cluster already exists (its memory and disk are already in use).
     lab_running: bool = False
+    # Whether the registry caches' volumes exist (None: not looked at).
+    registry_caches_present: bool | None = None
 
 
 class PreflightError(RunError, RuntimeError):
@@ -193,13 +197,24 @@ def free_resource_failures(facts: HostFacts, requirements: Requirements) -> list
             f"Free disk space under {facts.disk_path} could not be determined: check that the "
             "path exists and is readable."
         )
-    elif facts.free_disk_bytes < requirements.min_free_disk_gib * GIB:
+    elif facts.free_disk_bytes < _disk_needed(facts, requirements) * GIB:
+        caches = (
+            f" ({requirements.registry_cache_gib:g} of them for the registry caches it creates)"
+            if facts.registry_caches_present is False
+            else ""
+        )
         problems.append(
             f"Only {_gib(facts.free_disk_bytes)} is free under {facts.disk_path} (Docker's data "
-            f"directory) and the lab needs {requirements.min_free_disk_gib:g} GiB: free space "
-            "(e.g. `docker system prune`) or move Docker's data-root to a larger disk."
+            f"directory) and the lab needs {_disk_needed(facts, requirements):g} GiB{caches}: "
+            "free space (e.g. `docker system prune`) or move Docker's data-root to a larger disk."
         )
     return problems
+
+
+def _disk_needed(facts: HostFacts, requirements: Requirements) -> float:
+    """The free-disk threshold, plus the registry caches' share while they do not exist."""
+    extra = requirements.registry_cache_gib if facts.registry_caches_present is False else 0.0
+    return requirements.min_free_disk_gib + extra
 
 
 def _text(version: tuple[int, ...]) -> str:
@@ -417,6 +432,9 @@ def gather_facts(timeout: float = 20.0, kind_cluster: str = DEFAULT_KIND_CLUSTER
         inotify_max_user_instances=_read_int(Path("/proc/sys/fs/inotify/max_user_instances")),
         tool_versions=_tool_versions(tools, timeout),
         lab_running=running,
+        registry_caches_present=(
+            registry_cache.cache_volumes_present(timeout) if reachable else None
+        ),
     )
 
 

@@ -11,6 +11,7 @@ identity back after restarts. Decisions live in ``components.gpu_inventory``,
 
 from __future__ import annotations
 
+import functools
 import os
 import urllib.parse
 
@@ -26,13 +27,13 @@ from components.gpu_inventory import (
     node_register_annotation,
 )
 from components.k8s_objects import typed_object
-from components.lab import docker_host
+from components.lab import docker_host, lab_images, registry_cache
 from components.lab.completer.manifests import completer_manifests, completer_script, node_state
 from components.lab.node_container import var_volume_name, worker_container_spec
 from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TENANT_LABEL
 from components.resource_names import worker_node_names
 from components.scripts import read_script
-from components.substrate import PoolParts, PoolSite
+from components.substrate import NOTHING_TO_DELETE, PoolParts, PoolSite
 from components.versions import PINNED
 
 BASH = ("/bin/bash", "-c")
@@ -90,6 +91,9 @@ def lab_workers(site: PoolSite) -> PoolParts:
         keep_locally=True,  # other pools (and the next `up`) use the same image
         opts=site.opts(),
     )
+    pinned_images = lab_images.pinned()
+    mirror_caches = registry_cache.caches(lab_images.registries(pinned_images))
+    prepull = lab_images.prepull_images(pinned_images)
     joins: list[command.local.Command] = []
     # What each node must carry; the completer keeps it in place across restarts.
     identity = {
@@ -126,9 +130,24 @@ def lab_workers(site: PoolSite) -> PoolParts:
             devices=devices or None,
             envs=envs,
             **spec,
-            # The kind network exists once the management cluster is up (kind_network alone
-            # may be a plain name that carries no dependency).
-            opts=site.opts(depends_on=[volume, *args.management.ready], delete_before_replace=True),
+            # The lab's kind_network resolves once the kind network exists with the registry
+            # caches on it: the container starts then, while the management cluster and Kamaji
+            # come up (its join waits for the tenant's kubeconfig).
+            opts=site.opts(depends_on=[volume], delete_before_replace=True),
+        )
+        # Pull through the caches, and pull the tenant's images ahead, before the join.
+        node_images = command.local.Command(
+            f"{name}-{index}-node-images",
+            create=read_script("management", "node-mirrors.sh"),
+            update=read_script("management", "node-mirrors.sh"),
+            delete=NOTHING_TO_DELETE,
+            interpreter=list(BASH),
+            environment=network.apply(
+                functools.partial(_mirrors_env, mirror_caches, node, prepull)
+            ),
+            logging=command.local.Logging.STDOUT_AND_STDERR,
+            triggers=[container.id],
+            opts=site.opts(depends_on=[container], delete_before_replace=True),
         )
         join = command.local.Command(
             f"{name}-{index}-node-join",
@@ -145,7 +164,7 @@ def lab_workers(site: PoolSite) -> PoolParts:
             logging=command.local.Logging.STDERR,
             triggers=[container.id],
             opts=site.opts(
-                depends_on=[container],
+                depends_on=[container, node_images],
                 additional_secret_outputs=["stdout", "stderr"],
                 delete_before_replace=True,
             ),
@@ -184,6 +203,12 @@ def lab_workers(site: PoolSite) -> PoolParts:
     completer = _mock_allocation_completer(site, joins, identity)
     node_names = pulumi.Output.all(*[join.id for join in joins]).apply(lambda _: list(names))
     return PoolParts(node_names=node_names, completer=completer)
+
+
+def _mirrors_env(
+    caches: list[registry_cache.Cache], node: str, prepull: list[str], network: str
+) -> dict[str, str]:
+    return registry_cache.mirrors_env(caches, [node], network, prepull)
 
 
 def _mock_allocation_completer(

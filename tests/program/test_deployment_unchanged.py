@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "f394f7e46399db0f88fc9aa330f286194987d199"
+BASELINE = "55d2d94ae410a51a4cb0edbe1c462e57fe51ffaf"
 
 
 def _has_commit(commit: str) -> bool:

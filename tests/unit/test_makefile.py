@@ -283,3 +283,15 @@ def test_the_tools_preflight_runs_before_the_venv_and_the_first_cli_call(target:
     assert tools < first_cli
     if target != "destroy":
         assert tools < index_of(lines, "-m venv")
+
+
+def test_destroy_keeps_the_registry_caches_and_clean_caches_removes_them() -> None:
+    destroy = dry_run("-B", "destroy", "STACK=lab")
+    assert not [line for line in destroy if "registry-caches-remove" in line]
+    clean = dry_run("clean-caches")
+    assert clean == ["bash scripts/management/registry-caches-remove.sh"]
+
+
+def test_make_docs_regenerates_the_lab_image_list() -> None:
+    lines = dry_run("-o", ".venv/.gpu-platform-installed", "docs")
+    assert any(line.endswith("python scripts/lab_images.py") for line in lines), lines
