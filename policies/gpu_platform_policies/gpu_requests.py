@@ -11,6 +11,7 @@ webhook leave the pod alone, bypassing hami-scheduler (platform.md §3, pitfall 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -41,12 +42,32 @@ REMEDIATION: Final = (
 )
 
 
+_DECIMAL_WHOLE: Final = re.compile(r"^([0-9]+)([kMG])$")
+_DECIMAL_FACTOR: Final = {"k": 10**3, "M": 10**6, "G": 10**9}
+INT32_MAX: Final = 2147483647
+
+
+def hami_whole(value: Any) -> int | None:
+    """A HAMi quantity as the shared admission rules read it: a plain whole number, or one with a
+    decimal suffix (``20k``): the API server stores ``20000`` as ``20k`` (apimachinery
+    ``CanonicalizeBytes``) and HAMi reads the value either way. None for binary suffixes
+    (``20Gi``), fractions and anything else."""
+    number = whole_number(value)
+    if number is not None:
+        return number
+    if isinstance(value, str):
+        match = _DECIMAL_WHOLE.match(value.strip())
+        if match:
+            return int(match[1]) * _DECIMAL_FACTOR[match[2]]
+    return None
+
+
 def _percentage_problem(
     where: str, resource: str, asked: Mapping[str, Any], of_what: str
 ) -> list[str]:
     """The message for a percentage resource that is not a whole number from 1 to 100."""
     value = asked[resource]
-    percent = whole_number(value)
+    percent = hami_whole(value)
     if percent is not None and 1 <= percent <= 100:
         return []
     return [
@@ -141,7 +162,7 @@ def check_container(ref: ContainerRef) -> tuple[list[str], bool]:
                 f"Add {GPU}: 1 (the number of cards)"
             )
     elif known(GPU):
-        cards = whole_number(asked[GPU])
+        cards = hami_whole(asked[GPU])
         if cards is None or cards < 1:
             messages.append(
                 f"{where}: {GPU} is {_show(asked[GPU])}; it counts whole physical cards and "
@@ -150,8 +171,8 @@ def check_container(ref: ContainerRef) -> tuple[list[str], bool]:
             )
     if known(GPUMEM):
         value = asked[GPUMEM]
-        mib = whole_number(value)
-        if mib is None or mib < 1:
+        mib = hami_whole(value)
+        if mib is None or not 1 <= mib <= INT32_MAX:
             hint = _mib_hint(value) if isinstance(value, str) else ""
             messages.append(
                 f"{where}: {GPUMEM} is {_show(value)}; HAMi reads it as a plain number of MiB "
@@ -166,7 +187,7 @@ def check_container(ref: ContainerRef) -> tuple[list[str], bool]:
         )
     if known(GPUCORES):
         messages += _percentage_problem(where, GPUCORES, asked, "one card's compute")
-    if known(PRIORITY) and whole_number(asked[PRIORITY]) is None:
+    if known(PRIORITY) and hami_whole(asked[PRIORITY]) is None:
         messages.append(f"{where}: {PRIORITY} is {_show(asked[PRIORITY])}; give a whole number")
     if GPU in asked and not any(k in asked for k in (GPUMEM, GPUMEM_PERCENTAGE, GPUCORES)):
         messages.append(

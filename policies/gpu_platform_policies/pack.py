@@ -26,6 +26,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from gpu_platform_policies.admission import check_admission
 from gpu_platform_policies.capacity import check_capacity
 from gpu_platform_policies.common import (
     ENVIRONMENT_KEY,
@@ -63,12 +64,14 @@ TENANT_WEBHOOK_PATH: Final = "tenant-webhook-path"
 LAB_ONLY_COMPONENTS: Final = "lab-only-components"
 HAMI_SCHEDULER_VERSION: Final = "hami-scheduler-version"
 HAMI_QUOTA_FIT: Final = "hami-quota-fit"
+HAMI_ADMISSION_RULES: Final = "hami-admission-rules"
 HAMI_WEBHOOK_COVERAGE: Final = "hami-webhook-coverage"
 POLICY_NAMES: Final = (
     HAMI_GPU_REQUESTS,
     HAMI_CAPACITY_FIT,
     HAMI_QUOTA_FIT,
     HAMI_WEBHOOK_COVERAGE,
+    HAMI_ADMISSION_RULES,
     TENANT_DATASTORE_SEPARATION,
     TENANT_WEBHOOK_PATH,
     LAB_ONLY_COMPONENTS,
@@ -126,6 +129,10 @@ def validate_gpu_namespaces(args: StackValidationArgs, report: ReportViolation) 
 
 def validate_quota(args: StackValidationArgs, report: ReportViolation) -> None:
     _report_all(check_quota(_stack(args)), report)
+
+
+def validate_admission(args: StackValidationArgs, report: ReportViolation) -> None:
+    _report_all(check_admission(_stack(args)), report)
 
 
 def validate_lab_only(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -203,6 +210,22 @@ def build_policies() -> list[Policy]:
                 "Put GPU workloads in a tenant namespace HAMi's webhook gates (not a system, "
                 "CNI, HAMi or GPU Operator namespace); do not label their pods "
                 "hami.io/webhook=ignore."
+            ),
+        ),
+        StackValidationPolicy(
+            name=HAMI_ADMISSION_RULES,
+            description=(
+                "The GPU rules every tenant's ValidatingAdmissionPolicy enforces (one CEL "
+                "definition each, admission_rules.json), evaluated on every declared pod spec "
+                "with the tenant's ceilings."
+            ),
+            validate=validate_admission,
+            enforcement_level=mandatory,
+            severity=Severity.HIGH,
+            remediation_steps=(
+                "Follow the rule's message: HAMi quantities as plain numbers, no scheduler that "
+                "bypasses hami-scheduler, no NVIDIA_VISIBLE_DEVICES or nvidia RuntimeClass outside "
+                "GPU containers, and the tenant's ceilings (tenants[].admission)."
             ),
         ),
         StackValidationPolicy(

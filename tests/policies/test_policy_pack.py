@@ -20,6 +20,7 @@ STACK_POLICIES = {
     "hami-capacity-fit",
     "hami-quota-fit",
     "hami-webhook-coverage",
+    "hami-admission-rules",
     "tenant-datastore-separation",
     "tenant-webhook-path",
     "hami-scheduler-version",
@@ -29,9 +30,12 @@ RESOURCE_POLICIES = {"hami-gpu-requests", "lab-only-components"}
 # the pack's own package, never the program's ``components``.
 ALLOWED_IMPORTS = {
     "__future__",
+    "celpy",
     "collections",
     "dataclasses",
     "fractions",
+    "functools",
+    "pathlib",
     "itertools",
     "json",
     "re",
