@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "f394f7e46399db0f88fc9aa330f286194987d199"
+BASELINE = "0d2e5e8f1cb5677e4ed730617bec0ff285ce296f"
 
 
 def _has_commit(commit: str) -> bool:
