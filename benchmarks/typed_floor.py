@@ -60,6 +60,14 @@ MINIMAL: Mapping[str, Minimal] = {
     "kubernetes:apps/v1:Deployment": Minimal(
         "pulumi_kubernetes.apps.v1", "Deployment", {"spec": {"selector": {}, "template": {}}}
     ),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": Minimal(
+        "pulumi_kubernetes.admissionregistration.v1", "ValidatingAdmissionPolicy", {"spec": {}}
+    ),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": Minimal(
+        "pulumi_kubernetes.admissionregistration.v1",
+        "ValidatingAdmissionPolicyBinding",
+        {"spec": {}},
+    ),
     "kubernetes:core/v1:ConfigMap": Minimal("pulumi_kubernetes.core.v1", "ConfigMap"),
     "kubernetes:core/v1:Namespace": Minimal("pulumi_kubernetes.core.v1", "Namespace"),
     "kubernetes:core/v1:NodePatch": Minimal("pulumi_kubernetes.core.v1", "NodePatch"),

@@ -46,6 +46,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import resource_names
+from components.admission_policies import (
+    admission_binding,
+    admission_params,
+    admission_policy,
+    rule_definitions,
+)
 from components.config import PlatformConfig, Tenant
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, IDENTITY_READ_SUFFIX
 from components.management_cluster import ManagementCluster
@@ -360,10 +366,12 @@ class GpuTenant(pulumi.ComponentResource):
             calico_values(tenant.network.pod_cidr, self._address),
             inside.opts(depends_on=[operator_namespace, calico_crds]),
         )
+        excluded = webhook_excluded_namespaces(self._substrate.tenant_system_namespaces)
         hami_after: list[pulumi.Resource] = [
             self._namespaces[HAMI_NAMESPACE],
             calico,
             *self._substrate.before_hami(inside, calico),
+            *self._admission_policies(excluded),
         ]
         modes = device_modes(tenant, self._substrate.default_device_mode())
         hami = inside.release(
@@ -375,9 +383,7 @@ class GpuTenant(pulumi.ComponentResource):
                 kubernetes_version=platform.kubernetes_version,
                 hami=platform.hami,
                 modes=modes,
-                excluded_namespaces=webhook_excluded_namespaces(
-                    self._substrate.tenant_system_namespaces
-                ),
+                excluded_namespaces=excluded,
                 split_count=device_split_count(p.slots_per_card for p in tenant.worker_pools),
             ),
             inside.opts(depends_on=hami_after),
@@ -394,6 +400,33 @@ class GpuTenant(pulumi.ComponentResource):
             )
         self._hami = hami
         return [calico, hami]
+
+    def _admission_policies(self, excluded: list[str]) -> list[pulumi.Resource]:
+        """The pack's GPU rules in the tenant's API server (``components.admission_policies``),
+        before HAMi and so before every workload: its params, the policy, the binding."""
+        rules = rule_definitions()
+        params = admission_params(rules, self._tenant.admission, self._labels)
+        limits = k8s.core.v1.ConfigMap(
+            resource_names.tenant_child(self._name, "admission-limits"),
+            metadata=params["metadata"],
+            data=params["data"],
+            opts=self._in_tenant(),
+        )
+        manifest = admission_policy(rules, self._labels)
+        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            resource_names.tenant_child(self._name, "admission-policy"),
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=self._in_tenant(),
+        )
+        manifest = admission_binding(rules, self._tenant.admission.mode, excluded, self._labels)
+        binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            resource_names.tenant_child(self._name, "admission-binding"),
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=self._in_tenant(depends_on=[policy, limits]),
+        )
+        return [limits, policy, binding]
 
     def _tenant_namespace(self, namespace: str, extra_labels: dict[str, str]) -> pulumi.Resource:
         return k8s.core.v1.Namespace(

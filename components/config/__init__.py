@@ -51,6 +51,7 @@ from components.config.pools import (
 from components.config.tenants import (
     PLATFORM_NAMESPACES,
     WEBHOOK_PLUGINS,
+    AdmissionSettings,
     ComponentResources,
     ControlPlane,
     ControlPlaneResources,
@@ -73,6 +74,7 @@ __all__ = [
     "PROBLEM_SEPARATOR",
     "SYSTEM_NAMESPACES",
     "WEBHOOK_PLUGINS",
+    "AdmissionSettings",
     "CardSpec",
     "ClusterApiVersions",
     "ComponentResources",

@@ -178,6 +178,28 @@ class Workload(_Model):
         return value
 
 
+class AdmissionSettings(_Model):
+    """The tenant API server's own GPU rules (a ValidatingAdmissionPolicy, the policy pack's
+    ``hami-admission-rules``): how they act and the tenant's ceilings."""
+
+    mode: Literal["Deny", "Warn", "Audit"] = Field(
+        default="Deny",
+        description="Deny refuses a pod that breaks a rule; Warn admits it with a warning to "
+        "the client; Audit admits it and records the failure in the audit log (roll out on a "
+        "running tenant with Audit or Warn, then Deny)",
+    )
+    max_gpu_memory_mib: PositiveInt | None = Field(
+        default=None,
+        alias="maxGpuMemoryMiB",
+        description="largest nvidia.com/gpumem one container may ask for (MiB); unset: no ceiling",
+    )
+    whole_cards: bool = Field(
+        default=True,
+        description="false: no container may take a whole card (gpucores 100 or "
+        "gpumem-percentage 100), only shares",
+    )
+
+
 # Namespaces of the management cluster that are not a tenant's to take: Kubernetes' own and the
 # ones the platform installs into (components.management_values; a test keeps them equal).
 PLATFORM_NAMESPACES = (
@@ -244,6 +266,10 @@ class Tenant(_Model):
         default=ManagementNamespace(),
         description="its namespace in the management cluster (created, or adopted with existing)",
     )
+    admission: AdmissionSettings = Field(
+        default=AdmissionSettings(),
+        description="the GPU rules its API server enforces on every pod (mode and ceilings)",
+    )
 
     @field_validator("name")
     @classmethod
@@ -265,4 +291,25 @@ class Tenant(_Model):
             dupes = sorted(name for name, n in Counter(names).items() if n > 1)
             if dupes:
                 raise ValueError(f"{what} {', '.join(dupes)} is declared twice: names are unique")
+        return self
+
+    @model_validator(mode="after")
+    def _workloads_within_ceilings(self) -> Tenant:
+        """Declared workloads obey the tenant's own admission ceilings (its API server would
+        refuse their pods, after everything else was deployed)."""
+        limit, whole = self.admission.max_gpu_memory_mib, self.admission.whole_cards
+        for index, workload in enumerate(self.workloads):
+            memory = workload.gpu.memory_mib
+            if limit is not None and memory is not None and memory > limit:
+                raise ValueError(
+                    f"workloads[{index}].gpu.memoryMiB is {memory} but admission.maxGpuMemoryMiB "
+                    f"is {limit}: lower the workload's memoryMiB to at most {limit} or raise the "
+                    "ceiling"
+                )
+            if not whole and 100 in (workload.gpu.cores, workload.gpu.memory_percentage):
+                raise ValueError(
+                    f"workloads[{index}].gpu takes a whole card (cores or memoryPercentage 100) "
+                    "but admission.wholeCards is false: ask for a share (e.g. cores: 50) or set "
+                    "admission.wholeCards: true"
+                )
         return self

@@ -59,13 +59,13 @@ from gpu_platform_policies.hami_fit import (
     generate_resource_request,
 )
 from gpu_platform_policies.kube import (
+    WORKLOAD_TYPES,
+    PodSpecRef,
     containers,
     is_hami_release,
-    is_workload,
-    pod_metadata,
-    pod_spec,
+    may_hold_pod_specs,
+    pod_specs,
     release_values,
-    replicas,
 )
 from gpu_platform_policies.labels import DECLARED_INVENTORY_LABEL, INVENTORY_KEY, POOL_LABEL
 from gpu_platform_policies.model import Resource, Stack, Tenant
@@ -233,6 +233,14 @@ class GpuPod:
     annotations: Mapping[str, str]
     pool: str | None  # nodeSelector on gpu-platform.io/pool
     count: Any  # replicas running at once; None = one per node (DaemonSet); UNKNOWN
+    where: str = ""  # the pod spec's path in the resource
+
+    def describe(self) -> str:
+        """The resource, and where in it the pod spec is when that is not the kind's only one."""
+        text = self.resource.describe()
+        if self.resource.type in WORKLOAD_TYPES or not self.where:
+            return text
+        return f"{text} ({self.where})"
 
     def gpu_containers(self) -> list[PodContainer]:
         return [c for c in self.containers if c.requests]
@@ -254,20 +262,26 @@ def _string_map(value: Any) -> dict[str, str]:
     return result
 
 
-def gpu_pod(resource: Resource) -> GpuPod | Unknown | None:
-    """The workload's pod with its HAMi requests; None when it asks HAMi for nothing (or HAMi
-    would reject or ignore it: hami-gpu-requests reports those), :data:`UNKNOWN` when unknown."""
-    spec = pod_spec(resource)
+def gpu_pod(resource: Resource, ref: PodSpecRef | None = None) -> GpuPod | Unknown | None:
+    """One pod spec of a registered object (``ref``; default: its first) with its HAMi requests;
+    None when it asks HAMi for nothing (or HAMi would reject or ignore it: hami-gpu-requests
+    reports those), :data:`UNKNOWN` when unknown."""
+    if ref is None:
+        refs = pod_specs(resource)
+        if not refs:
+            return None
+        ref = refs[0]
+    spec = ref.spec
     if is_unknown(spec):
         return UNKNOWN
     if not isinstance(spec, dict):
         return None
     built: list[PodContainer] = []
     try:
-        for ref in containers(spec):
-            if ref.container is UNKNOWN:
+        for container_ref in containers(spec):
+            if container_ref.container is UNKNOWN:
                 raise _UnknownPodError
-            resources = get(ref.container, "resources")
+            resources = get(container_ref.container, "resources")
             if resources is UNKNOWN:
                 raise _UnknownPodError
             limits = _string_map(get(resources, "limits"))
@@ -276,9 +290,10 @@ def gpu_pod(resource: Resource) -> GpuPod | Unknown | None:
             if admitted.rejected:
                 return None
             request = generate_resource_request(admitted.limits, admitted.requests)
-            built.append(PodContainer(requests=(request,) if request else (), init=ref.init))
-        metadata = pod_metadata(resource)
-        annotations = get(metadata, "annotations")
+            built.append(
+                PodContainer(requests=(request,) if request else (), init=container_ref.init)
+            )
+        annotations = get(ref.metadata, "annotations")
         if contains_unknown(annotations):
             raise _UnknownPodError
         selector = get(spec, "nodeSelector")
@@ -294,8 +309,23 @@ def gpu_pod(resource: Resource) -> GpuPod | Unknown | None:
         containers=tuple(built),
         annotations={k: str(v) for k, v in (annotations or {}).items()},
         pool=pool if isinstance(pool, str) else None,
-        count=replicas(resource),
+        count=ref.count,
+        where=ref.where,
     )
+
+
+def gpu_pods(stack: Stack) -> list[tuple[Resource, GpuPod | Unknown]]:
+    """Every GPU pod spec of every registered object but patches (they modify objects declared
+    elsewhere), with its resource; :data:`UNKNOWN` for one not known yet."""
+    found: list[tuple[Resource, GpuPod | Unknown]] = []
+    for resource in stack:
+        if not may_hold_pod_specs(resource.type, include_patches=False):
+            continue
+        for ref in pod_specs(resource):
+            pod = gpu_pod(resource, ref)
+            if pod is not None:
+                found.append((resource, pod))
+    return found
 
 
 # ------------------------------------------------------------------------------------ placing
@@ -541,13 +571,8 @@ def check_capacity(stack: Stack) -> list[Violation] | None:
     violations = list(inventories.violations)
     by_tenant: dict[Tenant, list[GpuPod]] = {}
     unknown_pod_tenants: set[Tenant] = set()
-    for resource in stack:
-        if not is_workload(resource.type, include_patches=False):
-            continue
-        pod = gpu_pod(resource)
+    for resource, pod in gpu_pods(stack):
         tenant = stack.tenant_of(resource)
-        if pod is None:
-            continue
         if pod is UNKNOWN:
             unknown_pod_tenants.add(tenant)
             continue
@@ -576,7 +601,7 @@ def check_capacity(stack: Stack) -> list[Violation] | None:
             for pod in pods:
                 violations.append(
                     Violation(
-                        f"{pod.resource.describe()} would stay Pending: tenant {tenant} declares "
+                        f"{pod.describe()} would stay Pending: tenant {tenant} declares "
                         "no GPU cards (no worker pool with cards, i.e. no ConfigMap labelled "
                         f"{DECLARED_INVENTORY_LABEL}=true for it). Add a worker pool with cards "
                         "to the tenant or remove the GPU request",
@@ -607,7 +632,7 @@ def _check_tenant(
             continue
         violations.append(
             Violation(
-                f"{pod.resource.describe()} (tenant {tenant}) would stay Pending: "
+                f"{pod.describe()} (tenant {tenant}) would stay Pending: "
                 f"{explain(pod, attempt.results)}. Lower the request to fit one of "
                 f"{tenant}'s cards ({_models(pools)}), or add a worker pool with larger cards",
                 pod.resource.urn,
@@ -629,7 +654,7 @@ def _check_tenant(
                 if attempt.node is None:
                     violations.append(
                         Violation(
-                            f"{pod.resource.describe()} (tenant {tenant}): its pod on node "
+                            f"{pod.describe()} (tenant {tenant}): its pod on node "
                             f"{node.name} would stay Pending once the {placed} GPU pods before "
                             f"it are placed: {explain(pod, attempt.results)}. Lower its "
                             "request, or add cards",
@@ -646,7 +671,7 @@ def _check_tenant(
             if attempt.node is None:
                 violations.append(
                     Violation(
-                        f"{pod.resource.describe()} (tenant {tenant}): replica {replica} of "
+                        f"{pod.describe()} (tenant {tenant}): replica {replica} of "
                         f"{total} would stay Pending: {explain(pod, attempt.results)}, "
                         f"with the {placed} GPU pods placed before it on {tenant}'s cards. "
                         "Lower replicas or requests, or add cards to the tenant's worker pools",

@@ -11,11 +11,12 @@ webhook leave the pod alone, bypassing hami-scheduler (platform.md §3, pitfall 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from gpu_platform_policies.hami_fit import parse_quantity
-from gpu_platform_policies.kube import ContainerRef, containers, pod_spec
+from gpu_platform_policies.kube import ContainerRef, containers, is_workload, pod_specs
 from gpu_platform_policies.model import Resource
 from gpu_platform_policies.props import UNKNOWN, get, quantity_text, whole_number
 
@@ -36,8 +37,29 @@ _MIB: Final = 1 << 20
 REMEDIATION: Final = (
     "Ask the HAMi way: nvidia.com/gpu: <cards> with nvidia.com/gpumem: <MiB> (a plain integer) or "
     "nvidia.com/gpumem-percentage: <1..100>, and nvidia.com/gpucores: <1..100>; no privileged "
-    "GPU containers, no nodeName, schedulerName absent, default-scheduler or hami-scheduler."
+    "GPU containers, no added SYS_ADMIN/SYS_RAWIO/SYS_MODULE/SYS_PTRACE/ALL capabilities, no "
+    "hostPID/hostIPC, no nodeName, schedulerName absent, default-scheduler or hami-scheduler."
 )
+
+
+_DECIMAL_WHOLE: Final = re.compile(r"^([0-9]+)([kMG])$")
+_DECIMAL_FACTOR: Final = {"k": 10**3, "M": 10**6, "G": 10**9}
+INT32_MAX: Final = 2147483647
+
+
+def hami_whole(value: Any) -> int | None:
+    """A HAMi quantity as the shared admission rules read it: a plain whole number, or one with a
+    decimal suffix (``20k``): the API server stores ``20000`` as ``20k`` (apimachinery
+    ``CanonicalizeBytes``) and HAMi reads the value either way. None for binary suffixes
+    (``20Gi``), fractions and anything else."""
+    number = whole_number(value)
+    if number is not None:
+        return number
+    if isinstance(value, str):
+        match = _DECIMAL_WHOLE.match(value.strip())
+        if match:
+            return int(match[1]) * _DECIMAL_FACTOR[match[2]]
+    return None
 
 
 def _percentage_problem(
@@ -45,7 +67,7 @@ def _percentage_problem(
 ) -> list[str]:
     """The message for a percentage resource that is not a whole number from 1 to 100."""
     value = asked[resource]
-    percent = whole_number(value)
+    percent = hami_whole(value)
     if percent is not None and 1 <= percent <= 100:
         return []
     return [
@@ -140,7 +162,7 @@ def check_container(ref: ContainerRef) -> tuple[list[str], bool]:
                 f"Add {GPU}: 1 (the number of cards)"
             )
     elif known(GPU):
-        cards = whole_number(asked[GPU])
+        cards = hami_whole(asked[GPU])
         if cards is None or cards < 1:
             messages.append(
                 f"{where}: {GPU} is {_show(asked[GPU])}; it counts whole physical cards and "
@@ -149,8 +171,8 @@ def check_container(ref: ContainerRef) -> tuple[list[str], bool]:
             )
     if known(GPUMEM):
         value = asked[GPUMEM]
-        mib = whole_number(value)
-        if mib is None or mib < 1:
+        mib = hami_whole(value)
+        if mib is None or not 1 <= mib <= INT32_MAX:
             hint = _mib_hint(value) if isinstance(value, str) else ""
             messages.append(
                 f"{where}: {GPUMEM} is {_show(value)}; HAMi reads it as a plain number of MiB "
@@ -165,7 +187,7 @@ def check_container(ref: ContainerRef) -> tuple[list[str], bool]:
         )
     if known(GPUCORES):
         messages += _percentage_problem(where, GPUCORES, asked, "one card's compute")
-    if known(PRIORITY) and whole_number(asked[PRIORITY]) is None:
+    if known(PRIORITY) and hami_whole(asked[PRIORITY]) is None:
         messages.append(f"{where}: {PRIORITY} is {_show(asked[PRIORITY])}; give a whole number")
     if GPU in asked and not any(k in asked for k in (GPUMEM, GPUMEM_PERCENTAGE, GPUCORES)):
         messages.append(
@@ -181,9 +203,37 @@ def _privileged(ref: ContainerRef) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
-def check_workload(resource: Resource) -> list[str]:
-    """All hami-gpu-requests messages for one workload (empty: compliant or not a GPU one)."""
-    spec = pod_spec(resource)
+# Added capabilities that reach the node's devices past what HAMi counted, refused on a GPU pod
+# exactly as ``privileged`` is (capabilities(7)): SYS_ADMIN (mounts, cgroup and namespace
+# control: the device cgroup that limits a container to its own /dev/nvidia* nodes can be left),
+# SYS_RAWIO (raw I/O ports, /dev/mem and PCI config space: the card's registers directly),
+# SYS_MODULE (loads kernel modules), SYS_PTRACE (reads other processes' memory, CUDA contexts
+# included, wherever their PID namespace is shared) and ALL (every one of them). containerd
+# upper-cases what the pod writes and prefixes ``CAP_`` (``ALL`` in any case adds every one:
+# containerd v2.3.4 internal/cri/opts/spec_opts.go:218-231); a written ``CAP_`` prefix is
+# stripped here too (other runtimes accept it), so no spelling slips past.
+DEVICE_CAPABILITIES: Final = ("ALL", "SYS_ADMIN", "SYS_RAWIO", "SYS_MODULE", "SYS_PTRACE")
+
+
+def capability_name(value: str) -> str:
+    """``cap_sys_admin`` / ``CAP_SYS_ADMIN`` / ``sys_admin`` -> ``SYS_ADMIN``."""
+    text = value.strip().upper()
+    return text[4:] if text.startswith("CAP_") else text
+
+
+def _added_device_capabilities(ref: ContainerRef) -> list[str]:
+    added = get(ref.container, "securityContext", "capabilities", "add")
+    if not isinstance(added, list):
+        return []
+    return [
+        item
+        for item in added
+        if isinstance(item, str) and capability_name(item) in DEVICE_CAPABILITIES
+    ]
+
+
+def check_pod_spec(spec: Any) -> list[str]:
+    """All hami-gpu-requests messages for one pod spec (empty: compliant or not a GPU pod)."""
     if not isinstance(spec, dict):
         return []
     messages: list[str] = []
@@ -201,6 +251,22 @@ def check_workload(resource: Resource) -> list[str]:
                 "privileged container (and without the webhook it would see every card). Drop "
                 "securityContext.privileged, or move the privileged part out of the GPU pod"
             )
+        capabilities = _added_device_capabilities(ref)
+        if capabilities:
+            messages.append(
+                f"{ref.label}: adds capabilities {', '.join(capabilities)}; on a GPU pod they "
+                "reach the node's cards past what HAMi counted, as privileged does. Remove them "
+                "from securityContext.capabilities.add (or move that part out of the GPU pod)"
+            )
+    for key in ("hostPID", "hostIPC"):
+        value = get(spec, key)
+        if value is True or (isinstance(value, str) and value.lower() == "true"):
+            messages.append(
+                f"pod spec sets {key}: true; a GPU pod in the node's "
+                f"{'PID' if key == 'hostPID' else 'IPC'} namespace sees the GPU processes and "
+                "shared memory of every other pod on its cards. Remove it (only HAMi's own "
+                "device plugin runs so)"
+            )
     node_name = get(spec, "nodeName")
     if isinstance(node_name, str) and node_name:
         messages.append(
@@ -215,4 +281,16 @@ def check_workload(resource: Resource) -> list[str]:
             f"alone and it is not scheduled by {HAMI_SCHEDULER}, so no card is allocated. Remove "
             f"schedulerName (HAMi's webhook sets it) or set {HAMI_SCHEDULER}"
         )
+    return messages
+
+
+def check_workload(resource: Resource) -> list[str]:
+    """All hami-gpu-requests messages for one registered object: every pod spec in it (found by
+    shape, see ``kube.pod_specs``); outside the built-in kinds (whose one pod spec is where the
+    kind puts it) each message starts with where the spec is."""
+    messages: list[str] = []
+    builtin = is_workload(resource.type)
+    for ref in pod_specs(resource):
+        prefix = "" if builtin or not ref.where else f"{ref.where}: "
+        messages.extend(f"{prefix}{message}" for message in check_pod_spec(ref.spec))
     return messages

@@ -26,6 +26,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from gpu_platform_policies.admission import check_admission
 from gpu_platform_policies.capacity import check_capacity
 from gpu_platform_policies.common import (
     ENVIRONMENT_KEY,
@@ -38,13 +39,15 @@ from gpu_platform_policies.common import (
 from gpu_platform_policies.datastores import REQUIRE_DEDICATED_KEY, check_datastores
 from gpu_platform_policies.gpu_requests import REMEDIATION as GPU_REQUESTS_REMEDIATION
 from gpu_platform_policies.gpu_requests import check_workload
-from gpu_platform_policies.kube import is_workload
+from gpu_platform_policies.kube import may_hold_pod_specs
 from gpu_platform_policies.lab_only import check_lab_only
 from gpu_platform_policies.model import Stack, from_policy_resource, from_validation_args
+from gpu_platform_policies.quota import check_quota
 from gpu_platform_policies.scheduler_version import check_scheduler_version
 from gpu_platform_policies.webhook_path import (
     DEFAULT_SYSTEM_NAMESPACES,
     SYSTEM_NAMESPACES_KEY,
+    check_gpu_namespaces,
     check_webhook_path,
 )
 
@@ -60,9 +63,15 @@ TENANT_DATASTORE_SEPARATION: Final = "tenant-datastore-separation"
 TENANT_WEBHOOK_PATH: Final = "tenant-webhook-path"
 LAB_ONLY_COMPONENTS: Final = "lab-only-components"
 HAMI_SCHEDULER_VERSION: Final = "hami-scheduler-version"
+HAMI_QUOTA_FIT: Final = "hami-quota-fit"
+HAMI_ADMISSION_RULES: Final = "hami-admission-rules"
+HAMI_WEBHOOK_COVERAGE: Final = "hami-webhook-coverage"
 POLICY_NAMES: Final = (
     HAMI_GPU_REQUESTS,
     HAMI_CAPACITY_FIT,
+    HAMI_QUOTA_FIT,
+    HAMI_WEBHOOK_COVERAGE,
+    HAMI_ADMISSION_RULES,
     TENANT_DATASTORE_SEPARATION,
     TENANT_WEBHOOK_PATH,
     LAB_ONLY_COMPONENTS,
@@ -83,7 +92,7 @@ def _stack(args: StackValidationArgs) -> Stack:
 
 
 def validate_gpu_requests(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not is_workload(args.resource_type):
+    if not may_hold_pod_specs(args.resource_type):
         return
     resource = from_validation_args(args)
     for message in check_workload(resource):
@@ -114,6 +123,18 @@ def validate_webhook_path(args: StackValidationArgs, report: ReportViolation) ->
     )
 
 
+def validate_gpu_namespaces(args: StackValidationArgs, report: ReportViolation) -> None:
+    _report_all(check_gpu_namespaces(_stack(args)), report)
+
+
+def validate_quota(args: StackValidationArgs, report: ReportViolation) -> None:
+    _report_all(check_quota(_stack(args)), report)
+
+
+def validate_admission(args: StackValidationArgs, report: ReportViolation) -> None:
+    _report_all(check_admission(_stack(args)), report)
+
+
 def validate_lab_only(args: ResourceValidationArgs, report: ReportViolation) -> None:
     prod = is_prod(args.get_config())
     if not prod:
@@ -133,7 +154,7 @@ _ENVIRONMENT_ONLY: Final[dict[str, dict[str, Any]]] = {ENVIRONMENT_KEY: ENVIRONM
 
 
 def build_policies() -> list[Policy]:
-    """The pack's six policies, mandatory unless the stack's policy config says otherwise."""
+    """The pack's policies, mandatory unless the stack's policy config says otherwise."""
     mandatory = EnforcementLevel.MANDATORY
     return [
         ResourceValidationPolicy(
@@ -160,6 +181,51 @@ def build_policies() -> list[Policy]:
             remediation_steps=(
                 "Lower the workload's gpumem/gpucores/gpu or its replicas, or add cards to the "
                 "tenant's worker pools (workerPools[].cards in the stack config)."
+            ),
+        ),
+        StackValidationPolicy(
+            name=HAMI_QUOTA_FIT,
+            description=(
+                "The GPU workloads declared in a namespace fit the GPU ResourceQuota the stack "
+                "registers there (every pod counted, as HAMi's webhook counts)."
+            ),
+            validate=validate_quota,
+            enforcement_level=mandatory,
+            severity=Severity.HIGH,
+            remediation_steps=(
+                "Raise tenants[].gpuQuotas[] (gpuMemoryMiB, gpuCores, gpus) for the namespace, or "
+                "lower the workloads' replicas or GPU requests."
+            ),
+        ),
+        StackValidationPolicy(
+            name=HAMI_WEBHOOK_COVERAGE,
+            description=(
+                "No GPU workload where HAMi's webhook does not run: not in a namespace it skips, "
+                "not with pods labelled hami.io/webhook=ignore."
+            ),
+            validate=validate_gpu_namespaces,
+            enforcement_level=mandatory,
+            severity=Severity.HIGH,
+            remediation_steps=(
+                "Put GPU workloads in a tenant namespace HAMi's webhook gates (not a system, "
+                "CNI, HAMi or GPU Operator namespace); do not label their pods "
+                "hami.io/webhook=ignore."
+            ),
+        ),
+        StackValidationPolicy(
+            name=HAMI_ADMISSION_RULES,
+            description=(
+                "The GPU rules every tenant's ValidatingAdmissionPolicy enforces (one CEL "
+                "definition each, admission_rules.json), evaluated on every declared pod spec "
+                "with the tenant's ceilings."
+            ),
+            validate=validate_admission,
+            enforcement_level=mandatory,
+            severity=Severity.HIGH,
+            remediation_steps=(
+                "Follow the rule's message: HAMi quantities as plain numbers, no scheduler that "
+                "bypasses hami-scheduler, no NVIDIA_VISIBLE_DEVICES or nvidia RuntimeClass outside "
+                "GPU containers, and the tenant's ceilings (tenants[].admission)."
             ),
         ),
         StackValidationPolicy(

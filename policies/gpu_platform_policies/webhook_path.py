@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from gpu_platform_policies.capacity import is_inventory, parse_inventory
+from gpu_platform_policies.capacity import GpuPod, gpu_pods, is_inventory, parse_inventory
 from gpu_platform_policies.common import Violation
-from gpu_platform_policies.kube import control_plane, is_hami_release, release_values
+from gpu_platform_policies.kube import control_plane, is_hami_release, pod_specs, release_values
 from gpu_platform_policies.labels import (
     GPU_WORKER_POOL_TYPE,
     HAMI_WEBHOOK_IGNORE_LABEL,
@@ -25,6 +25,7 @@ from gpu_platform_policies.labels import (
 )
 from gpu_platform_policies.model import Resource, Stack
 from gpu_platform_policies.props import UNKNOWN, contains_unknown, get
+from gpu_platform_policies.quota import namespace_of
 
 WEBHOOK_PLUGINS: Final = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
 SYSTEM_NAMESPACES_KEY: Final = "systemNamespaces"
@@ -198,4 +199,77 @@ def check_webhook_path(
         for release in stack:
             if is_hami_release(release):
                 violations.extend(_check_release(stack, release, system_namespaces))
+    return violations
+
+
+def _skipped_namespaces(stack: Stack) -> dict[Any, set[str] | None]:
+    """Per tenant with a HAMi release: the namespaces its webhook skips (None: unknown)."""
+    skipped: dict[Any, set[str] | None] = {}
+    for release in stack:
+        if not is_hami_release(release):
+            continue
+        tenant = stack.tenant_of(release)
+        values = release_values(release)
+        webhook = get(values, "scheduler", "admissionWebhook")
+        if values is UNKNOWN or webhook is UNKNOWN:
+            skipped[tenant] = None
+            continue
+        from_values = _excluded_by_values(webhook if isinstance(webhook, dict) else {})
+        from_labels = _excluded_by_labels(stack, tenant)
+        skipped[tenant] = (
+            None if from_values is None or from_labels is None else from_values | from_labels
+        )
+    return skipped
+
+
+def check_gpu_namespaces(stack: Stack) -> list[Violation]:
+    """GPU pods where HAMi's webhook does not run: in a namespace it skips, or labelled to be
+    skipped themselves.
+
+    HAMi v2.10.0's chart renders the webhook's ``namespaceSelector`` as ``hami.io/webhook NotIn
+    [ignore]`` plus ``kubernetes.io/metadata.name NotIn <whitelistNamespaces>`` and its
+    ``objectSelector`` as ``hami.io/webhook NotIn [ignore]``
+    (charts/hami/templates/scheduler/webhook.yaml:26-59). The API server calls no webhook for an
+    object those exclude, so such a GPU pod keeps ``default-scheduler``: no card is allocated by
+    hami-scheduler, HAMi's limits are never injected, and the quota HAMi enforces is skipped."""
+    violations: list[Violation] = []
+    skipped = _skipped_namespaces(stack)
+    for resource, pod in gpu_pods(stack):
+        if not isinstance(pod, GpuPod):
+            continue
+        tenant = stack.tenant_of(resource)
+        namespace = namespace_of(resource)
+        where = pod.describe()
+        labels = next(
+            (get(ref.metadata, "labels") for ref in pod_specs(resource) if ref.where == pod.where),
+            None,
+        )
+        if isinstance(labels, dict) and labels.get(HAMI_WEBHOOK_IGNORE_LABEL) == (
+            HAMI_WEBHOOK_IGNORE_VALUE
+        ):
+            violations.append(
+                Violation(
+                    f"{where} asks HAMi for GPUs but its pods are labelled "
+                    f"{HAMI_WEBHOOK_IGNORE_LABEL}={HAMI_WEBHOOK_IGNORE_VALUE}, so HAMi's webhook "
+                    "skips them: they keep default-scheduler, get no card from hami-scheduler and "
+                    "no HAMi limits. Remove the label from the pod template",
+                    resource.urn,
+                )
+            )
+            continue
+        if tenant not in skipped or not isinstance(namespace, str):
+            continue
+        excluded = skipped[tenant]
+        if excluded is None or namespace not in excluded:
+            continue
+        violations.append(
+            Violation(
+                f"{where} asks HAMi for GPUs in namespace {namespace}, which HAMi's webhook "
+                f"skips (tenant {tenant}: {WEBHOOK_VALUES}.whitelistNamespaces, or the label "
+                f"{HAMI_WEBHOOK_IGNORE_LABEL}={HAMI_WEBHOOK_IGNORE_VALUE}); its pods would keep "
+                "default-scheduler, get no card from hami-scheduler and escape HAMi's limits and "
+                "quota. Move the workload to a namespace of its own (e.g. default or the team's)",
+                resource.urn,
+            )
+        )
     return violations

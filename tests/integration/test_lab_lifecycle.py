@@ -55,6 +55,7 @@ REQUIRED_PASSED = (
     "TC-09",
     "TC-10",
     "TC-16",
+    "TC-17",
 )
 # The runtime-isolation tests need real NVIDIA GPUs: on the lab's mock devices they must skip,
 # never pass (tests/acceptance/gpu_plan.py).

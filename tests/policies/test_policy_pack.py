@@ -18,6 +18,9 @@ from tests.policies.recorded import load_policy_config, reconcile
 POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
 STACK_POLICIES = {
     "hami-capacity-fit",
+    "hami-quota-fit",
+    "hami-webhook-coverage",
+    "hami-admission-rules",
     "tenant-datastore-separation",
     "tenant-webhook-path",
     "hami-scheduler-version",
@@ -27,9 +30,12 @@ RESOURCE_POLICIES = {"hami-gpu-requests", "lab-only-components"}
 # the pack's own package, never the program's ``components``.
 ALLOWED_IMPORTS = {
     "__future__",
+    "celpy",
     "collections",
     "dataclasses",
     "fractions",
+    "functools",
+    "pathlib",
     "itertools",
     "json",
     "re",
@@ -44,7 +50,7 @@ def by_name() -> dict[str, Policy]:
     return {p.name: p for p in build_policies()}
 
 
-def test_the_pack_has_the_six_policies_of_issue_7() -> None:
+def test_the_pack_has_the_policies_of_issues_7_and_26() -> None:
     policies = by_name()
     assert set(policies) == STACK_POLICIES | RESOURCE_POLICIES == set(POLICY_NAMES)
     for name in STACK_POLICIES:
