@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "55d2d94ae410a51a4cb0edbe1c462e57fe51ffaf"
+BASELINE = "25aaf7e9575246f018a7b9170141914f5b5041a4"
 
 
 def _has_commit(commit: str) -> bool:
