@@ -40,6 +40,7 @@ from components.config.management import (
     ProviderFetch,
     ProviderFetchSources,
 )
+from components.config.metrics import MetricsSettings
 from components.config.platform import GpuDriver, HamiSettings, PlatformConfig, platform_problems
 from components.config.pools import (
     CardSpec,
@@ -93,6 +94,7 @@ __all__ = [
     "MachineSpec",
     "Management",
     "ManagementNamespace",
+    "MetricsSettings",
     "PlatformConfig",
     "ProviderFetch",
     "ProviderFetchSources",

@@ -192,6 +192,7 @@ PLATFORM_NAMESPACES = (
     "capi-kamaji-control-plane-system",
     "capm3-system",
     "capd-system",
+    "gpu-platform-metrics",
 )
 
 
