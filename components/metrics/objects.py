@@ -288,6 +288,8 @@ def grafana_deployment() -> dict[str, Any]:
         "GF_ANALYTICS_REPORTING_ENABLED": "false",
         "GF_ANALYTICS_CHECK_FOR_UPDATES": "false",
         "GF_PLUGINS_PREINSTALL_DISABLED": "true",
+        # Logs to stdout only: the root filesystem is read-only (no /var/log/grafana file).
+        "GF_LOG_MODE": "console",
     }
     container = {
         "name": "grafana",
