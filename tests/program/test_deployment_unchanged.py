@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "f394f7e46399db0f88fc9aa330f286194987d199"
+BASELINE = "121f69c0832cd015e0293a14bd961eedc51db2f1"
 
 
 def _has_commit(commit: str) -> bool:
