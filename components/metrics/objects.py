@@ -438,7 +438,9 @@ def tenant_reader(reader_namespace: str, sources: Sequence[TenantSource]) -> lis
 
 def tenant_reader_token(reader_namespace: str) -> dict[str, Any]:
     """A long-lived token of the reader ServiceAccount, filled by the tenant's token controller
-    (its ``data`` holds ``token`` and the tenant's ``ca.crt``)."""
+    (its ``data`` holds ``token`` and the tenant's ``ca.crt``: Kamaji runs the tenant's
+    controller-manager with ``--root-ca-file`` the cluster CA, clastix/kamaji 26.8.2-edge
+    internal/builders/controlplane/deployment.go:487)."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
