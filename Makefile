@@ -157,6 +157,19 @@ charts: venv ## Every pinned chart archive in the per-user cache (the rendered-c
 fetch-upstream: charts ## charts, plus the upstream data files the contract tests read (.upstream/)
 	bash scripts/fetch-upstream.sh .upstream
 
+.PHONY: dashboards
+dashboards: venv ## HAMi's published dashboard at the pinned tag, checked, in the per-user cache (an offline test reads it)
+	$(BIN)/python scripts/fetch_dashboards.py
+
+# WINDOW: 24h, 7d, 4w ...; FORMAT: table, csv or json; OUTPUT: a file instead of stdout.
+WINDOW ?= 7d
+FORMAT ?= table
+.PHONY: usage
+usage: venv $(STACK_READY) ## Per-tenant GPU usage (allocated, used, efficiency) over WINDOW=7d from STACK's metrics (FORMAT=table|csv|json, OUTPUT=file)
+	@$(PULUMI) stack output --stack $(STACK) --show-secrets managementKubeconfig \
+	  | $(BIN)/python scripts/usage.py --kubeconfig-stdin --window $(WINDOW) --format $(FORMAT) \
+	    $(if $(OUTPUT),--output $(OUTPUT))
+
 .PHONY: docs
 docs: venv ## Regenerate docs/configuration.md's reference and the lab's image list (docs/lab.md)
 	$(BIN)/python -m components.config_reference --write docs/configuration.md

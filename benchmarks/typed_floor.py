@@ -73,6 +73,10 @@ MINIMAL: Mapping[str, Minimal] = {
     "kubernetes:core/v1:NodePatch": Minimal("pulumi_kubernetes.core.v1", "NodePatch"),
     "kubernetes:core/v1:ResourceQuota": Minimal("pulumi_kubernetes.core.v1", "ResourceQuota"),
     "kubernetes:core/v1:Secret": Minimal("pulumi_kubernetes.core.v1", "Secret"),
+    "kubernetes:core/v1:Service": Minimal("pulumi_kubernetes.core.v1", "Service"),
+    "kubernetes:core/v1:PersistentVolumeClaim": Minimal(
+        "pulumi_kubernetes.core.v1", "PersistentVolumeClaim", {"spec": {}}
+    ),
     "kubernetes:core/v1:ServiceAccount": Minimal("pulumi_kubernetes.core.v1", "ServiceAccount"),
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": Minimal(
         "pulumi_kubernetes.networking.v1", "NetworkPolicy"

@@ -55,6 +55,9 @@ from components.admission_policies import (
 from components.config import PlatformConfig, Tenant
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, IDENTITY_READ_SUFFIX
 from components.management_cluster import ManagementCluster
+from components.metrics import deploy as metrics
+from components.metrics.objects import tenant_api_server
+from components.metrics.scrape import HAMI_SOURCES
 from components.substrate import Declared, InsideTenant, Substrate, TenantSite
 from components.tenant_specs import (
     API_SERVER_PORT,
@@ -243,6 +246,8 @@ class GpuTenant(pulumi.ComponentResource):
 
         self.ready = self._inside_tenant()
         self._workloads()
+        if args.platform.metrics.enabled:
+            self._metrics_agent(namespace)
 
         self.register_outputs(
             {
@@ -452,3 +457,25 @@ class GpuTenant(pulumi.ComponentResource):
                 spec=manifest["spec"],
                 opts=self._in_tenant(depends_on=[self._hami, *([created] if created else [])]),
             )
+
+    def _metrics_agent(self, namespace: pulumi.Resource) -> None:
+        """The tenant's metrics agent (docs/metrics.md): a reader inside the tenant, an agent in
+        its management namespace scraping HAMi (and the substrate's sources) through the
+        tenant's API server, writing to the central Prometheus with ``tenant`` set."""
+        metrics.register_tenant(
+            self._name,
+            tenant=self._tenant.name,
+            management_namespace=self._ns,
+            api_server=tenant_api_server(self._tenant.name, self._ns, API_SERVER_PORT),
+            reader_namespace=HAMI_NAMESPACE,
+            sources=(*HAMI_SOURCES, *self._substrate.tenant_metrics_sources),
+            scrape_interval=self._platform.metrics.scrape_interval,
+            in_tenant=self._in_tenant,
+            on_management=self._site.on_management,
+            after=[self._namespaces[ns] for ns in self._reader_namespaces()],
+            management_after=[namespace],
+        )
+
+    def _reader_namespaces(self) -> list[str]:
+        sources = (*HAMI_SOURCES, *self._substrate.tenant_metrics_sources)
+        return sorted({HAMI_NAMESPACE, *(source.namespace for source in sources)})

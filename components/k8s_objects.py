@@ -20,8 +20,14 @@ import pulumi_kubernetes as k8s
 _KINDS: Mapping[str, tuple[Callable[..., Any], tuple[tuple[str, str], ...]]] = MappingProxyType(
     {
         "Namespace": (k8s.core.v1.Namespace, ()),
-        "ServiceAccount": (k8s.core.v1.ServiceAccount, ()),
+        "ServiceAccount": (
+            k8s.core.v1.ServiceAccount,
+            (("automountServiceAccountToken", "automount_service_account_token"),),
+        ),
         "ConfigMap": (k8s.core.v1.ConfigMap, (("data", "data"),)),
+        "Secret": (k8s.core.v1.Secret, (("type", "type"), ("data", "data"))),
+        "Service": (k8s.core.v1.Service, (("spec", "spec"),)),
+        "PersistentVolumeClaim": (k8s.core.v1.PersistentVolumeClaim, (("spec", "spec"),)),
         "ClusterRole": (k8s.rbac.v1.ClusterRole, (("rules", "rules"),)),
         "Role": (k8s.rbac.v1.Role, (("rules", "rules"),)),
         "ClusterRoleBinding": (

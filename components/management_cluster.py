@@ -37,6 +37,7 @@ from components.management_values import (
     kamaji_values,
     management_versions,
 )
+from components.metrics import deploy as metrics
 from components.substrate import ClusterAccess, ManagementSite, Substrate
 from components.versions import PINNED
 
@@ -112,6 +113,16 @@ class ManagementCluster(pulumi.ComponentResource):
             [kamaji],
         )
         services = substrate.management_services(site, access, cert_manager, kamaji_ready)
+        if platform.metrics.enabled:
+            # The central Prometheus and Grafana (docs/metrics.md); tenants do not wait for them.
+            metrics.register_central(
+                name,
+                retention=platform.metrics.retention,
+                scrape_interval=platform.metrics.scrape_interval,
+                kamaji_namespace=KAMAJI_NAMESPACE,
+                storage=substrate.metrics_storage(platform),
+                opts=site.k8s_opts,
+            )
         self.default_datastore = (
             pulumi.Output.from_input(DEFAULT_DATASTORE) if deploy_etcd else None
         )

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from components.config import PLATFORM_NAMESPACES, PlatformConfig, Tenant, WorkerPool
+from components.metrics.deploy import tenant_parts as metrics_tenant_parts
+from components.metrics.scrape import HAMI_SOURCES, TenantSource
 from components.resource_names import (
     CLUSTER_NAMESPACES,
     POOL_SCOPE,
@@ -59,6 +61,8 @@ class NamePlan(Protocol):
 
     @property
     def tenant_system_namespaces(self) -> tuple[str, ...]: ...
+    @property
+    def tenant_metrics_sources(self) -> tuple[TenantSource, ...]: ...
 
     def planned_tenant_parts(self, tenant: Tenant) -> Sequence[str]:
         """Suffixes of the environment's own children of a GpuTenant."""
@@ -86,7 +90,9 @@ def _tenant_key(index: int, tenant: Tenant) -> str:
     return f"tenants[{index}] ({tenant.name})"
 
 
-def _tenant_names(plan: NamePlan, index: int, tenant: Tenant) -> Iterator[PlannedName]:
+def _tenant_names(
+    plan: NamePlan, index: int, tenant: Tenant, metrics: bool
+) -> Iterator[PlannedName]:
     t = tenant.name
     key = _tenant_key(index, tenant)
 
@@ -95,6 +101,9 @@ def _tenant_names(plan: NamePlan, index: int, tenant: Tenant) -> Iterator[Planne
 
     for part in (*TENANT_PARTS, *plan.planned_tenant_parts(tenant)):
         yield planned(tenant_child(t, part))
+    if metrics:
+        for part in metrics_tenant_parts((*HAMI_SOURCES, *plan.tenant_metrics_sources)):
+            yield planned(tenant_child(t, part))
     for policy in network_policies(t, t):
         yield planned(tenant_child(t, policy["metadata"]["name"]))
     system = [TIGERA_OPERATOR_NAMESPACE, HAMI_NAMESPACE, *plan.tenant_system_namespaces]
@@ -121,7 +130,7 @@ def planned_names(platform: PlatformConfig, plan: NamePlan) -> list[PlannedName]
     return [
         planned
         for index, tenant in enumerate(platform.tenants)
-        for planned in _tenant_names(plan, index, tenant)
+        for planned in _tenant_names(plan, index, tenant, platform.metrics.enabled)
     ]
 
 

@@ -31,6 +31,8 @@ from components.tenant_specs import decode_kubeconfig
 
 if TYPE_CHECKING:
     from components.config import PlatformConfig, Tenant, WorkerPool
+    from components.metrics.deploy import MetricsStorage
+    from components.metrics.scrape import TenantSource
     from components.versions import HelmChart
 
 
@@ -533,4 +535,16 @@ class Substrate(Protocol):
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         """Make the pool's machines and join them to the tenant."""
+        ...
+
+    # ----- metrics (docs/metrics.md)
+
+    def metrics_storage(self, platform: PlatformConfig) -> MetricsStorage:
+        """Where the central Prometheus keeps its samples (lab: emptyDir; prod: a claim)."""
+        ...
+
+    @property
+    def tenant_metrics_sources(self) -> tuple[TenantSource, ...]:
+        """What every tenant's agent scrapes besides HAMi (prod: the GPU Operator's DCGM
+        exporter)."""
         ...

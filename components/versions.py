@@ -92,6 +92,10 @@ class PinnedVersions:
     metal3_provider: str = "v1.13.2"
     # The highest tenant Kubernetes version the pinned Kamaji accepts.
     kamaji_max_tenant_minor: int = 36
+    # The metrics stack (docs/metrics.md): Prometheus (central server and per-tenant agents; the
+    # v3.5 long-term-support line) and Grafana, pinned by tag (no digest could be read offline).
+    prometheus_image: str = "quay.io/prometheus/prometheus:v3.5.0"
+    grafana_image: str = "docker.io/grafana/grafana:12.1.1"
 
     def as_dict(self) -> dict[str, object]:
         """A plain mapping for stack outputs and ``make versions``."""
@@ -99,6 +103,23 @@ class PinnedVersions:
 
 
 PINNED = PinnedVersions()
+
+
+@dataclass(frozen=True)
+class PublishedFile:
+    """A file published at a pinned upstream tag, checked by its sha256."""
+
+    url: str
+    sha256: str
+
+
+# HAMi's own Grafana dashboard at the pinned HAMi tag (Project-HAMi/HAMi v2.10.0
+# dashboards/hami-vgpu-dashboard.json; 27998 bytes). Grafana's init container downloads and checks
+# it (components.metrics.objects); scripts/fetch_dashboards.py caches it for the offline tests.
+HAMI_DASHBOARD = PublishedFile(
+    url="https://raw.githubusercontent.com/Project-HAMi/HAMi/v2.10.0/dashboards/hami-vgpu-dashboard.json",
+    sha256="b1bc9a66e79f3b5c4fe70d9ba50385669353962640776cb696634cd9a9c2feff",
+)
 
 
 def main() -> None:

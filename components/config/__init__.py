@@ -40,6 +40,7 @@ from components.config.management import (
     ProviderFetch,
     ProviderFetchSources,
 )
+from components.config.metrics import MetricsSettings
 from components.config.platform import GpuDriver, HamiSettings, PlatformConfig, platform_problems
 from components.config.pools import (
     CardSpec,
@@ -95,6 +96,7 @@ __all__ = [
     "MachineSpec",
     "Management",
     "ManagementNamespace",
+    "MetricsSettings",
     "PlatformConfig",
     "ProviderFetch",
     "ProviderFetchSources",

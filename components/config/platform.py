@@ -18,6 +18,7 @@ from pydantic import (
 from components.config.base import GO_DURATION, ConfigError, _kubernetes_version, _matching, _Model
 from components.config.datastores import DataStoreSpec
 from components.config.management import ExistingManagement, KindManagement, Management
+from components.config.metrics import MetricsSettings
 from components.config.tenants import Tenant
 from components.versions import kind_node_image
 
@@ -148,6 +149,9 @@ class PlatformConfig(_Model):
     )
     management: Management = Field(description="exactly one of kind (lab) or existing (prod)")
     hami: HamiSettings = Field(default=HamiSettings(), description="HAMi inside every tenant")
+    metrics: MetricsSettings = Field(
+        default=MetricsSettings(), description="per-tenant GPU metrics, chargeback, dashboards"
+    )
     gpu_driver: GpuDriver = Field(
         default=GpuDriver(), description="prod: the NVIDIA driver on the GPU machines"
     )

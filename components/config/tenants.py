@@ -214,6 +214,7 @@ PLATFORM_NAMESPACES = (
     "capi-kamaji-control-plane-system",
     "capm3-system",
     "capd-system",
+    "gpu-platform-metrics",
 )
 
 

@@ -15,6 +15,8 @@ from components.lab import network as lab_network
 from components.lab import preflight
 from components.lab import tenant as lab_tenant
 from components.lab.workers import lab_workers
+from components.metrics.deploy import MetricsStorage
+from components.metrics.scrape import TenantSource
 from components.substrate import (
     ClusterAccess,
     ControlPlaneParts,
@@ -35,6 +37,8 @@ class LabSubstrate:
     tenant_system_namespaces: tuple[str, ...] = ()
     # A lab torn down by hand (kind cluster deleted) must still be destroyable.
     tenant_provider_deletes_unreachable: bool = True
+    # No GPU, no DCGM: the agents scrape HAMi alone.
+    tenant_metrics_sources: tuple[TenantSource, ...] = ()
 
     def config_problems(self, platform: PlatformConfig) -> list[str]:
         return lab_config_checks.problems(platform)
@@ -112,3 +116,7 @@ class LabSubstrate:
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         return lab_workers(site)
+
+    def metrics_storage(self, platform: PlatformConfig) -> MetricsStorage:
+        # The lab keeps its samples as long as the pod lives: nothing to clean up on destroy.
+        return MetricsStorage(volume={"emptyDir": {"sizeLimit": "2Gi"}})

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 import pulumi
 
 from components.config import PlatformConfig, Tenant, WorkerPool
+from components.metrics.deploy import MetricsStorage
+from components.metrics.objects import PROMETHEUS_CLAIM, prometheus_claim
+from components.metrics.scrape import TenantSource, dcgm_source
 from components.prod import cluster_checks
 from components.prod import config_checks as prod_config_checks
 from components.prod import management as prod_management
@@ -36,6 +39,8 @@ class ProdSubstrate:
     # which waits on the toolkit.
     tenant_system_namespaces: tuple[str, ...] = (GPU_OPERATOR_NAMESPACE,)
     tenant_provider_deletes_unreachable: bool = False
+    # Every tenant's agent also scrapes the GPU Operator's DCGM exporter (measured card use).
+    tenant_metrics_sources: tuple[TenantSource, ...] = (dcgm_source(GPU_OPERATOR_NAMESPACE),)
 
     def config_problems(self, platform: PlatformConfig) -> list[str]:
         return prod_config_checks.problems(platform)
@@ -102,3 +107,10 @@ class ProdSubstrate:
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         return cluster_api_machines(site)
+
+    def metrics_storage(self, platform: PlatformConfig) -> MetricsStorage:
+        # A claim on the cluster's default StorageClass: samples outlive the pod.
+        return MetricsStorage(
+            volume={"persistentVolumeClaim": {"claimName": PROMETHEUS_CLAIM}},
+            claims=(prometheus_claim(platform.metrics.storage_size),),
+        )

@@ -41,7 +41,8 @@ OPT_IN_ENV = "GPU_PLATFORM_INTEGRATION"
 TOOLS = ("docker", "kind", "kubectl", "pulumi")
 ACCEPTANCE_TIMEOUT_SECONDS = 45 * 60
 # Every test must pass on the lab: the health check, the report's eight tests, the datastore
-# check, and the quota check (Pulumi.lab.yaml declares quotas for both tenants).
+# check, the quota check (Pulumi.lab.yaml declares quotas for both tenants), the admission rules
+# (TC-17) and the per-tenant allocation series (TC-18; metrics are on in the lab).
 REQUIRED_PASSED = (
     "TC-00",
     "TC-01",
@@ -56,6 +57,7 @@ REQUIRED_PASSED = (
     "TC-10",
     "TC-16",
     "TC-17",
+    "TC-18",
 )
 # The runtime-isolation tests need real NVIDIA GPUs: on the lab's mock devices they must skip,
 # never pass (tests/acceptance/gpu_plan.py).

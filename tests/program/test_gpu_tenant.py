@@ -58,6 +58,10 @@ MANAGEMENT_SIDE = (
     "etcd",
     "datastore",
     "datastore-credentials",
+    # The tenant's metrics agent runs in its management namespace (docs/metrics.md).
+    "metrics-agent-token",
+    "metrics-agent-config",
+    "metrics-agent",
 )
 
 

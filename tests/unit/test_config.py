@@ -462,6 +462,7 @@ def test_a_tenant_namespace_may_not_be_the_platforms(name: str) -> None:
 def test_the_reserved_namespaces_are_the_ones_the_platform_installs_into() -> None:
     from components import management_values as mv
     from components.config import PLATFORM_NAMESPACES, ClusterApiVersions, InfrastructureProvider
+    from components.metrics.objects import METRICS_NAMESPACE
     from components.prod.capi_providers import capi_providers
 
     used = {
@@ -469,6 +470,7 @@ def test_the_reserved_namespaces_are_the_ones_the_platform_installs_into() -> No
         mv.CERT_MANAGER_NAMESPACE,
         mv.KAMAJI_NAMESPACE,
         mv.CAPI_OPERATOR_NAMESPACE,
+        METRICS_NAMESPACE,
     }
     for name in ("metal3", "docker"):
         versions = ClusterApiVersions(infrastructure=InfrastructureProvider(name=name))

@@ -1,0 +1,41 @@
+"""``metrics``: per-tenant GPU metrics, chargeback rules and dashboards (docs/metrics.md)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator
+
+from components.config.base import STORAGE_QUANTITY, _matching, _Model
+
+# A Prometheus duration (prometheus/common model.ParseDuration): whole units, largest first.
+PROMETHEUS_DURATION = re.compile(r"^(?=\d)(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?$")
+
+
+class MetricsSettings(_Model):
+    """The metrics stack in the management cluster and one collecting agent per tenant."""
+
+    enabled: bool = Field(
+        default=True,
+        description="deploy the central Prometheus, Grafana and one agent per tenant",
+    )
+    retention: str = Field(
+        default="15d", description="how long the central Prometheus keeps samples"
+    )
+    scrape_interval: str = Field(
+        default="30s", description="how often every agent scrapes HAMi (and DCGM, prod)"
+    )
+    storage_size: str = Field(
+        default="20Gi",
+        description="prod: the central Prometheus' PersistentVolumeClaim (the lab uses emptyDir)",
+    )
+
+    @field_validator("retention", "scrape_interval")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        return _matching(value, PROMETHEUS_DURATION, "a Prometheus duration", "30s, 15d or 1h30m")
+
+    @field_validator("storage_size")
+    @classmethod
+    def _size(cls, value: str) -> str:
+        return _matching(value, STORAGE_QUANTITY, "a storage size", "20Gi")

@@ -1,0 +1,159 @@
+"""Registers the metrics stack: the central part in the management cluster
+(``register_central``, a child of the ManagementCluster) and one tenant's collection
+(``register_tenant``, children of its GpuTenant, so a tenant added or removed adds or removes its
+own agent and nothing else changes). The manifests come from ``components.metrics.objects``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+
+from components.k8s_objects import typed_object
+from components.metrics import objects
+from components.metrics.dashboards import platform_dashboard
+from components.metrics.scrape import TenantSource
+
+Opts = Callable[..., pulumi.ResourceOptions]
+
+
+@dataclass(frozen=True)
+class MetricsStorage:
+    """Where the central Prometheus keeps its TSDB: a pod volume source, and the claims (if
+    any) the program creates for it. The substrate decides (lab: emptyDir; prod: a claim)."""
+
+    volume: Mapping[str, Any]
+    claims: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+
+
+# The suffixes of the ManagementCluster's children, and of a GpuTenant's (name_plan).
+CENTRAL_PARTS = (
+    "metrics-ns",
+    "metrics-prometheus-config",
+    "metrics-prometheus",
+    "metrics-prometheus-service",
+    "metrics-grafana-provisioning",
+    "metrics-grafana-dashboards",
+    "metrics-grafana",
+    "metrics-grafana-service",
+)
+
+
+def tenant_parts(sources: Sequence[TenantSource]) -> tuple[str, ...]:
+    namespaces = sorted({source.namespace for source in sources})
+    return (
+        "metrics-reader",
+        *(f"metrics-reader-role-{ns}" for ns in namespaces),
+        *(f"metrics-reader-binding-{ns}" for ns in namespaces),
+        "metrics-reader-token",
+        "metrics-agent-token",
+        "metrics-agent-config",
+        "metrics-agent",
+    )
+
+
+def register_central(
+    name: str,
+    *,
+    retention: str,
+    scrape_interval: str,
+    kamaji_namespace: str,
+    storage: MetricsStorage,
+    opts: Callable[[Sequence[pulumi.Resource]], pulumi.ResourceOptions],
+) -> list[pulumi.Resource]:
+    """The central Prometheus and Grafana; returns the two Deployments."""
+    ns = typed_object(f"{name}-metrics-ns", objects.namespace(), opts([]))
+    claims = [
+        typed_object(f"{name}-metrics-{claim['metadata']['name']}", claim, opts([ns]))
+        for claim in storage.claims
+    ]
+    config = typed_object(
+        f"{name}-metrics-prometheus-config",
+        objects.prometheus_config(scrape_interval, kamaji_namespace),
+        opts([ns]),
+    )
+    prometheus = typed_object(
+        f"{name}-metrics-prometheus",
+        objects.prometheus_deployment(retention, storage.volume),
+        opts([ns, config, *claims]),
+    )
+    typed_object(f"{name}-metrics-prometheus-service", objects.prometheus_service(), opts([ns]))
+    provisioning = typed_object(
+        f"{name}-metrics-grafana-provisioning", objects.grafana_provisioning(), opts([ns])
+    )
+    dashboards = typed_object(
+        f"{name}-metrics-grafana-dashboards",
+        objects.grafana_dashboards(platform_dashboard()),
+        opts([ns]),
+    )
+    grafana = typed_object(
+        f"{name}-metrics-grafana",
+        objects.grafana_deployment(),
+        opts([ns, provisioning, dashboards]),
+    )
+    typed_object(f"{name}-metrics-grafana-service", objects.grafana_service(), opts([ns]))
+    return [prometheus, grafana]
+
+
+def _token_data(data: Any) -> dict[str, str]:
+    """``token`` and ``ca.crt`` of the tenant's token Secret (base64, as the API returns them);
+    empty until the tenant's token controller has filled it (a preview)."""
+    if not isinstance(data, Mapping):
+        return {}
+    return {key: data[key] for key in ("token", "ca.crt") if key in data}
+
+
+def register_tenant(
+    name: str,
+    *,
+    tenant: str,
+    management_namespace: str,
+    api_server: str,
+    reader_namespace: str,
+    sources: Sequence[TenantSource],
+    scrape_interval: str,
+    in_tenant: Opts,
+    on_management: Opts,
+    after: Sequence[pulumi.Resource],
+    management_after: Sequence[pulumi.Resource],
+) -> pulumi.Resource:
+    """One tenant's reader (inside it) and agent (in its management namespace)."""
+    reader = objects.tenant_reader(reader_namespace, sources)
+    account = typed_object(f"{name}-metrics-reader", reader[0], in_tenant(depends_on=list(after)))
+    for manifest in reader[1:]:
+        part = "role" if manifest["kind"] == "Role" else "binding"
+        typed_object(
+            f"{name}-metrics-reader-{part}-{manifest['metadata']['namespace']}",
+            manifest,
+            in_tenant(depends_on=[*after, account]),
+        )
+    # pulumi-kubernetes waits until the token controller has filled a service-account-token
+    # Secret (provider/pkg/await/awaiters.go:431-462 at v4.32.0, untilCoreV1SecretInitialized).
+    token = typed_object(
+        f"{name}-metrics-reader-token",
+        objects.tenant_reader_token(reader_namespace),
+        in_tenant(depends_on=[account]),
+    )
+    token_data: pulumi.Output[Any] = token.data
+    copy = typed_object(
+        f"{name}-metrics-agent-token",
+        objects.agent_token_secret(management_namespace),
+        on_management(depends_on=list(management_after), additional_secret_outputs=["data"]),
+        data=pulumi.Output.secret(token_data.apply(_token_data)),
+    )
+    config = typed_object(
+        f"{name}-metrics-agent-config",
+        objects.agent_config_map(
+            tenant, management_namespace, api_server, sources, scrape_interval
+        ),
+        on_management(depends_on=list(management_after)),
+    )
+    agent: pulumi.Resource = typed_object(
+        f"{name}-metrics-agent",
+        objects.agent_deployment(management_namespace),
+        on_management(depends_on=[*management_after, copy, config]),
+    )
+    return agent

@@ -1,0 +1,500 @@
+"""The metrics stack as plain Kubernetes manifests, one pure function per object.
+
+Management cluster, namespace ``METRICS_NAMESPACE``: the central Prometheus (ConfigMap with its
+configuration and the recording rules, Deployment, Service) and Grafana (ConfigMaps with the
+provisioning files and the platform's dashboard, Deployment, Service). Each tenant's namespace
+of the management cluster: the tenant's agent (Secret with the tenant token, ConfigMap,
+Deployment). Inside each tenant: the agent's ServiceAccount, its token Secret, and one Role and
+RoleBinding per scraped namespace.
+
+No chart: the few objects are built here and validated against the Kubernetes OpenAPI schema of
+the cluster's version (tests/unit/test_metrics_objects.py), like the lab's own workloads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from components.metrics import rules, scrape
+from components.metrics.scrape import TenantSource
+from components.versions import HAMI_DASHBOARD, PINNED
+
+METRICS_NAMESPACE = "gpu-platform-metrics"
+PROMETHEUS = "gpu-metrics"
+GRAFANA = "gpu-metrics-grafana"
+GRAFANA_PORT = 3000
+AGENT = "gpu-metrics-agent"
+AGENT_TOKEN_SECRET = "gpu-metrics-agent-tenant-token"
+# Inside the tenant: the agent's identity there.
+TENANT_READER = "gpu-platform-metrics-reader"
+TENANT_READER_TOKEN = "gpu-platform-metrics-reader-token"
+DATASOURCE_UID = "gpu-platform-prometheus"
+DASHBOARD_DIR = "/var/lib/grafana/dashboards"
+HAMI_DASHBOARD_FILE = "hami-vgpu-dashboard.json"
+PLATFORM_DASHBOARD_FILE = "gpu-platform.json"
+
+LABELS = {"app.kubernetes.io/part-of": "gpu-platform-metrics"}
+
+# Requests and limits: what the lab budget (docs/metrics.md, footprint()) is measured from.
+PROMETHEUS_RESOURCES = {
+    "requests": {"cpu": "100m", "memory": "256Mi"},
+    "limits": {"memory": "1Gi"},
+}
+GRAFANA_RESOURCES = {
+    "requests": {"cpu": "50m", "memory": "128Mi"},
+    "limits": {"memory": "384Mi"},
+}
+AGENT_RESOURCES = {
+    "requests": {"cpu": "25m", "memory": "64Mi"},
+    "limits": {"memory": "256Mi"},
+}
+FETCH_RESOURCES = {
+    "requests": {"cpu": "10m", "memory": "32Mi"},
+    "limits": {"memory": "64Mi"},
+}
+# The Prometheus image runs as nobody (65534); Grafana's as grafana (472).
+_PROMETHEUS_USER = 65534
+_GRAFANA_USER = 472
+
+
+def _labels(component: str) -> dict[str, str]:
+    return {**LABELS, "app.kubernetes.io/name": component}
+
+
+def _meta(name: str, namespace: str, component: str) -> dict[str, Any]:
+    return {"name": name, "namespace": namespace, "labels": _labels(component)}
+
+
+def _container_security(user: int) -> dict[str, Any]:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": user,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _deployment(
+    name: str,
+    namespace: str,
+    containers: list[dict[str, Any]],
+    volumes: list[dict[str, Any]],
+    user: int,
+    init_containers: Sequence[dict[str, Any]] = (),
+    recreate: bool = False,
+) -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "securityContext": {"runAsNonRoot": True, "fsGroup": user},
+        "containers": containers,
+        "volumes": volumes,
+    }
+    if init_containers:
+        pod_spec["initContainers"] = list(init_containers)
+    spec: dict[str, Any] = {
+        "replicas": 1,
+        "selector": {"matchLabels": _labels(name)},
+        "template": {"metadata": {"labels": _labels(name)}, "spec": pod_spec},
+    }
+    if recreate:
+        spec["strategy"] = {"type": "Recreate"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(name, namespace, name),
+        "spec": spec,
+    }
+
+
+def _service(name: str, namespace: str, port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(name, namespace, name),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": _labels(name),
+            "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}],
+        },
+    }
+
+
+def _config_map(
+    name: str, namespace: str, component: str, data: Mapping[str, str]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(name, namespace, component),
+        "data": dict(data),
+    }
+
+
+def _yaml(document: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(document), sort_keys=False)
+
+
+def remote_write_url() -> str:
+    return f"http://{PROMETHEUS}.{METRICS_NAMESPACE}.svc:{scrape.PROMETHEUS_PORT}/api/v1/write"
+
+
+def prometheus_url() -> str:
+    return f"http://{PROMETHEUS}.{METRICS_NAMESPACE}.svc:{scrape.PROMETHEUS_PORT}"
+
+
+# ------------------------------------------------------------------ central (management)
+
+
+def namespace() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": METRICS_NAMESPACE, "labels": dict(LABELS)},
+    }
+
+
+def prometheus_config(scrape_interval: str, kamaji_namespace: str) -> dict[str, Any]:
+    return _config_map(
+        PROMETHEUS,
+        METRICS_NAMESPACE,
+        PROMETHEUS,
+        {
+            "prometheus.yml": _yaml(scrape.central_config(scrape_interval, kamaji_namespace)),
+            scrape.RULES_FILE_NAME: _yaml(rules.rule_groups()),
+        },
+    )
+
+
+def prometheus_deployment(retention: str, data_volume: Mapping[str, Any]) -> dict[str, Any]:
+    """The central Prometheus: remote-write receiver, rule evaluation, Kamaji scrape.
+    ``data_volume`` is the volume source of its TSDB (the substrate's: emptyDir or a claim)."""
+    container = {
+        "name": "prometheus",
+        "image": PINNED.prometheus_image,
+        "args": [
+            f"--config.file={scrape.CONFIG_FILE}",
+            "--storage.tsdb.path=/prometheus",
+            f"--storage.tsdb.retention.time={retention}",
+            "--web.enable-remote-write-receiver",
+        ],
+        "ports": [{"name": "http", "containerPort": scrape.PROMETHEUS_PORT}],
+        "readinessProbe": {"httpGet": {"path": "/-/ready", "port": scrape.PROMETHEUS_PORT}},
+        "resources": PROMETHEUS_RESOURCES,
+        "securityContext": _container_security(_PROMETHEUS_USER),
+        "volumeMounts": [
+            {"name": "config", "mountPath": scrape.CONFIG_DIR, "readOnly": True},
+            {"name": "data", "mountPath": "/prometheus"},
+        ],
+    }
+    volumes = [
+        {"name": "config", "configMap": {"name": PROMETHEUS}},
+        {"name": "data", **dict(data_volume)},
+    ]
+    return _deployment(
+        PROMETHEUS, METRICS_NAMESPACE, [container], volumes, _PROMETHEUS_USER, recreate=True
+    )
+
+
+def prometheus_service() -> dict[str, Any]:
+    return _service(PROMETHEUS, METRICS_NAMESPACE, scrape.PROMETHEUS_PORT)
+
+
+def grafana_provisioning() -> dict[str, Any]:
+    datasources = {
+        "apiVersion": 1,
+        "datasources": [
+            {
+                "name": "Prometheus",
+                "uid": DATASOURCE_UID,
+                "type": "prometheus",
+                "access": "proxy",
+                "url": prometheus_url(),
+                "isDefault": True,
+                "editable": False,
+            }
+        ],
+    }
+    providers = {
+        "apiVersion": 1,
+        "providers": [
+            {
+                "name": "gpu-platform",
+                "type": "file",
+                "disableDeletion": True,
+                "allowUiUpdates": False,
+                "options": {"path": DASHBOARD_DIR, "foldersFromFilesStructure": False},
+            }
+        ],
+    }
+    return _config_map(
+        f"{GRAFANA}-provisioning",
+        METRICS_NAMESPACE,
+        GRAFANA,
+        {"datasources.yaml": _yaml(datasources), "dashboards.yaml": _yaml(providers)},
+    )
+
+
+def grafana_dashboards(platform_dashboard: Mapping[str, Any]) -> dict[str, Any]:
+    return _config_map(
+        f"{GRAFANA}-dashboards",
+        METRICS_NAMESPACE,
+        GRAFANA,
+        {PLATFORM_DASHBOARD_FILE: json.dumps(platform_dashboard, indent=1, sort_keys=True)},
+    )
+
+
+# Downloads HAMi's dashboard at the pinned tag and refuses any other content.
+FETCH_SCRIPT = """\
+import hashlib, os, sys, urllib.request
+url, want, dest = os.environ["URL"], os.environ["SHA256"], os.environ["DEST"]
+data = urllib.request.urlopen(url, timeout=60).read()
+got = hashlib.sha256(data).hexdigest()
+if got != want:
+    sys.exit(f"{url}: sha256 {got}, pinned {want}")
+with open(dest, "wb") as out:
+    out.write(data)
+"""
+
+
+def grafana_deployment() -> dict[str, Any]:
+    """Grafana with anonymous read-only access (no login form, no admin password to leak), the
+    provisioned datasource and dashboards; an init container fetches HAMi's published
+    dashboard at the pinned tag and checks its sha256 (nothing of HAMi's is in this repository)."""
+    hami_dir = f"{DASHBOARD_DIR}/hami"
+    fetch = {
+        "name": "fetch-hami-dashboard",
+        "image": PINNED.completer_image,
+        "command": ["python3", "-c", FETCH_SCRIPT],
+        "env": [
+            {"name": "URL", "value": HAMI_DASHBOARD.url},
+            {"name": "SHA256", "value": HAMI_DASHBOARD.sha256},
+            {"name": "DEST", "value": f"{hami_dir}/{HAMI_DASHBOARD_FILE}"},
+        ],
+        "resources": FETCH_RESOURCES,
+        "securityContext": _container_security(_GRAFANA_USER),
+        "volumeMounts": [{"name": "hami-dashboard", "mountPath": hami_dir}],
+    }
+    env = {
+        "GF_AUTH_ANONYMOUS_ENABLED": "true",
+        "GF_AUTH_ANONYMOUS_ORG_ROLE": "Viewer",
+        "GF_AUTH_DISABLE_LOGIN_FORM": "true",
+        "GF_AUTH_BASIC_ENABLED": "false",
+        "GF_ANALYTICS_REPORTING_ENABLED": "false",
+        "GF_ANALYTICS_CHECK_FOR_UPDATES": "false",
+        "GF_PLUGINS_PREINSTALL_DISABLED": "true",
+        # Logs to stdout only: the root filesystem is read-only (no /var/log/grafana file).
+        "GF_LOG_MODE": "console",
+    }
+    container = {
+        "name": "grafana",
+        "image": PINNED.grafana_image,
+        "env": [{"name": key, "value": value} for key, value in env.items()],
+        "ports": [{"name": "http", "containerPort": GRAFANA_PORT}],
+        "readinessProbe": {"httpGet": {"path": "/api/health", "port": GRAFANA_PORT}},
+        "resources": GRAFANA_RESOURCES,
+        "securityContext": _container_security(_GRAFANA_USER),
+        "volumeMounts": [
+            {
+                "name": "provisioning",
+                "mountPath": "/etc/grafana/provisioning/datasources/datasources.yaml",
+                "subPath": "datasources.yaml",
+                "readOnly": True,
+            },
+            {
+                "name": "provisioning",
+                "mountPath": "/etc/grafana/provisioning/dashboards/dashboards.yaml",
+                "subPath": "dashboards.yaml",
+                "readOnly": True,
+            },
+            {
+                "name": "platform-dashboard",
+                "mountPath": f"{DASHBOARD_DIR}/platform",
+                "readOnly": True,
+            },
+            {"name": "hami-dashboard", "mountPath": hami_dir, "readOnly": True},
+            {"name": "grafana-data", "mountPath": "/var/lib/grafana"},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+    volumes = [
+        {"name": "provisioning", "configMap": {"name": f"{GRAFANA}-provisioning"}},
+        {"name": "platform-dashboard", "configMap": {"name": f"{GRAFANA}-dashboards"}},
+        {"name": "hami-dashboard", "emptyDir": {"sizeLimit": "8Mi"}},
+        {"name": "grafana-data", "emptyDir": {"sizeLimit": "512Mi"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+    ]
+    return _deployment(
+        GRAFANA, METRICS_NAMESPACE, [container], volumes, _GRAFANA_USER, init_containers=[fetch]
+    )
+
+
+def grafana_service() -> dict[str, Any]:
+    return _service(GRAFANA, METRICS_NAMESPACE, GRAFANA_PORT)
+
+
+# ----------------------------------------------------------------------- per tenant
+
+
+def tenant_api_server(tenant: str, namespace: str, port: int) -> str:
+    """The tenant's API server as the management cluster's pods reach it (scrape docstring)."""
+    return f"https://{tenant}.{namespace}.svc:{port}"
+
+
+def agent_config_map(
+    tenant: str,
+    namespace: str,
+    api_server: str,
+    sources: Sequence[TenantSource],
+    scrape_interval: str,
+) -> dict[str, Any]:
+    config = scrape.agent_config(tenant, api_server, remote_write_url(), sources, scrape_interval)
+    return _config_map(AGENT, namespace, AGENT, {"prometheus.yml": _yaml(config)})
+
+
+def agent_token_secret(namespace: str) -> dict[str, Any]:
+    """The tenant token's copy in the management cluster (``data`` filled at deploy time)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(AGENT_TOKEN_SECRET, namespace, AGENT),
+        "type": "Opaque",
+    }
+
+
+def agent_deployment(namespace: str) -> dict[str, Any]:
+    container = {
+        "name": "prometheus-agent",
+        "image": PINNED.prometheus_image,
+        "args": [
+            "--agent",
+            f"--config.file={scrape.CONFIG_FILE}",
+            "--storage.agent.path=/prometheus",
+        ],
+        "ports": [{"name": "http", "containerPort": scrape.PROMETHEUS_PORT}],
+        "readinessProbe": {"httpGet": {"path": "/-/ready", "port": scrape.PROMETHEUS_PORT}},
+        "resources": AGENT_RESOURCES,
+        "securityContext": _container_security(_PROMETHEUS_USER),
+        "volumeMounts": [
+            {"name": "config", "mountPath": scrape.CONFIG_DIR, "readOnly": True},
+            {"name": "tenant-token", "mountPath": scrape.TOKEN_DIR, "readOnly": True},
+            {"name": "wal", "mountPath": "/prometheus"},
+        ],
+    }
+    volumes = [
+        {"name": "config", "configMap": {"name": AGENT}},
+        {"name": "tenant-token", "secret": {"secretName": AGENT_TOKEN_SECRET}},
+        {"name": "wal", "emptyDir": {"sizeLimit": "1Gi"}},
+    ]
+    return _deployment(AGENT, namespace, [container], volumes, _PROMETHEUS_USER)
+
+
+def tenant_reader(reader_namespace: str, sources: Sequence[TenantSource]) -> list[dict[str, Any]]:
+    """Inside the tenant: the agent's ServiceAccount and, per scraped namespace, a Role allowing
+    only what the pod discovery (list/watch pods) and the pod proxy (get pods/proxy) need, bound
+    to it. No ClusterRole: the discovery is restricted to those namespaces."""
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _meta(TENANT_READER, reader_namespace, AGENT),
+            "automountServiceAccountToken": False,
+        }
+    ]
+    for ns in sorted({source.namespace for source in sources}):
+        objects.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": _meta(TENANT_READER, ns, AGENT),
+                "rules": [
+                    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+                    {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]},
+                ],
+            }
+        )
+        objects.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": _meta(TENANT_READER, ns, AGENT),
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": TENANT_READER,
+                },
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": TENANT_READER, "namespace": reader_namespace}
+                ],
+            }
+        )
+    return objects
+
+
+def tenant_reader_token(reader_namespace: str) -> dict[str, Any]:
+    """A long-lived token of the reader ServiceAccount, filled by the tenant's token controller
+    (its ``data`` holds ``token`` and the tenant's ``ca.crt``: Kamaji runs the tenant's
+    controller-manager with ``--root-ca-file`` the cluster CA, clastix/kamaji 26.8.2-edge
+    internal/builders/controlplane/deployment.go:487)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            **_meta(TENANT_READER_TOKEN, reader_namespace, AGENT),
+            "annotations": {"kubernetes.io/service-account.name": TENANT_READER},
+        },
+        "type": "kubernetes.io/service-account-token",
+    }
+
+
+# ------------------------------------------------------------------------- footprint
+
+
+_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+
+
+def _cpu_millis(value: str) -> int:
+    return int(value[:-1]) if value.endswith("m") else int(float(value) * 1000)
+
+
+def _bytes(value: str) -> int:
+    for suffix, factor in _UNITS.items():
+        if value.endswith(suffix):
+            return int(value[: -len(suffix)]) * factor
+    return int(value)
+
+
+def requests_of(manifests: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """(CPU millicores, memory bytes) requested by the long-running containers of the
+    Deployments among ``manifests`` (init containers run before and are not added)."""
+    cpu = memory = 0
+    for manifest in manifests:
+        if manifest.get("kind") != "Deployment":
+            continue
+        spec = manifest["spec"]
+        for container in spec["template"]["spec"]["containers"]:
+            requests = container.get("resources", {}).get("requests", {})
+            cpu += spec["replicas"] * _cpu_millis(requests.get("cpu", "0m"))
+            memory += spec["replicas"] * _bytes(requests.get("memory", "0"))
+    return cpu, memory
+
+
+PROMETHEUS_CLAIM = "gpu-metrics-data"
+
+
+def prometheus_claim(size: str) -> dict[str, Any]:
+    """A claim on the cluster's default StorageClass for the central Prometheus' TSDB."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _meta(PROMETHEUS_CLAIM, METRICS_NAMESPACE, PROMETHEUS),
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}},
+        },
+    }

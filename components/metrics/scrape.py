@@ -1,0 +1,183 @@
+"""The scrape configurations: one Prometheus agent per tenant, and the central Prometheus.
+
+**Per tenant** (``agent_config``): a Prometheus in agent mode (no query API, no local queries:
+it only scrapes and remote-writes) runs in the tenant's namespace of the *management* cluster.
+It discovers the tenant's HAMi pods (and, where the substrate adds them, the GPU Operator's DCGM
+exporter pods) through the tenant's own API server — ``https://<control plane>.<namespace>.svc
+:6443``, a name Kamaji puts in the API server certificate (clastix/kamaji 26.8.2-edge
+internal/kubeadm/configuration.go:63-64) and dials itself (internal/utilities/tenant_client.go:63)
+— and scrapes each pod through the API server's pod proxy
+(``/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy/metrics``), so nothing inside the tenant is
+exposed and no tenant node needs to be reachable from the management cluster. It authenticates
+with a ServiceAccount token of the tenant cluster whose Roles allow only ``list``/``watch`` of
+pods and ``get`` of ``pods/proxy`` in the scraped namespaces (``objects.tenant_reader``).
+
+The ``tenant`` label is the platform's: every target gets it by relabelling, and with
+``honor_labels: false`` (Prometheus' default, spelled out) a ``tenant`` label a scraped process
+exposes is kept only as ``exported_tenant``; the agent also sets it as an external label, so
+every sample it writes carries it. A tenant added or removed adds or removes its own agent (a
+child of its GpuTenant): nothing central lists the tenants.
+
+**Central** (``central_config``): the Prometheus server that receives the agents' remote writes
+(``--web.enable-remote-write-receiver``), evaluates the recording rules (``rules``), and scrapes
+Kamaji's controller metrics in ``kamaji-system`` (plain HTTP on :8080: clastix/kamaji 26.8.2-edge
+charts/kamaji/values.yaml:42, templates/service_metrics.yaml; cmd/manager/cmd.go:115-117 sets no
+secure serving). Kamaji's series name a control plane by ``tcp_namespace``/``tcp_name``; the
+control plane is named after its tenant (lab: the TenantControlPlane; prod: the provider names
+the TenantControlPlane after the KamajiControlPlane, clastix/cluster-api-control-plane-provider-
+kamaji v0.20.0 controllers/kamajicontrolplane_controller_tcp.go:33, which is named after the
+tenant), so ``tcp_name`` is copied into ``tenant``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from components.metrics.series import TENANT_LABEL
+from components.tenant_values import HAMI_NAMESPACE
+
+TOKEN_DIR = "/etc/gpu-metrics/tenant"
+TOKEN_FILE = f"{TOKEN_DIR}/token"
+CA_FILE = f"{TOKEN_DIR}/ca.crt"
+CONFIG_DIR = "/etc/prometheus"
+CONFIG_FILE = f"{CONFIG_DIR}/prometheus.yml"
+RULES_FILE_NAME = "gpu-platform-rules.yml"
+PROMETHEUS_PORT = 9090
+# Kamaji's metrics Service: release "kamaji" (management_values.KAMAJI_RELEASE) -> fullname
+# "kamaji" -> "<fullname>-metrics-service" (charts/kamaji/templates/_helpers.tpl:73-77), port 8080.
+KAMAJI_METRICS_SERVICE = "kamaji-metrics-service"
+KAMAJI_METRICS_PORT = 8080
+
+
+@dataclass(frozen=True)
+class TenantSource:
+    """Pods inside a tenant whose metrics the tenant's agent scrapes."""
+
+    job: str
+    namespace: str
+    pod_label: str
+    """A label selector of the pods (``key=value``)."""
+    port: int
+    """The container port serving ``/metrics``."""
+
+
+def agent_config(
+    tenant: str,
+    api_server: str,
+    remote_write_url: str,
+    sources: Sequence[TenantSource],
+    scrape_interval: str,
+) -> dict[str, Any]:
+    """prometheus.yml of one tenant's agent."""
+    auth = {"authorization": {"credentials_file": TOKEN_FILE}, "tls_config": {"ca_file": CA_FILE}}
+    host = api_server.removeprefix("https://")
+
+    def job(source: TenantSource) -> dict[str, Any]:
+        return {
+            "job_name": source.job,
+            "honor_labels": False,
+            "scheme": "https",
+            **auth,
+            "kubernetes_sd_configs": [
+                {
+                    "role": "pod",
+                    "api_server": api_server,
+                    **auth,
+                    "namespaces": {"names": [source.namespace]},
+                    "selectors": [{"role": "pod", "label": source.pod_label}],
+                }
+            ],
+            "relabel_configs": [
+                {
+                    "source_labels": ["__meta_kubernetes_pod_container_port_number"],
+                    "regex": str(source.port),
+                    "action": "keep",
+                },
+                {
+                    "source_labels": ["__meta_kubernetes_pod_phase"],
+                    "regex": "Running",
+                    "action": "keep",
+                },
+                {
+                    "source_labels": [
+                        "__meta_kubernetes_namespace",
+                        "__meta_kubernetes_pod_name",
+                        "__meta_kubernetes_pod_container_port_number",
+                    ],
+                    "regex": "(.+);(.+);(.+)",
+                    "target_label": "__metrics_path__",
+                    "replacement": "/api/v1/namespaces/${1}/pods/${2}:${3}/proxy/metrics",
+                },
+                {"target_label": "__address__", "replacement": host},
+                {
+                    "source_labels": ["__meta_kubernetes_pod_name"],
+                    "target_label": "instance",
+                },
+                {"target_label": "source", "replacement": source.job},
+                {"target_label": TENANT_LABEL, "replacement": tenant},
+            ],
+        }
+
+    return {
+        "global": {
+            "scrape_interval": scrape_interval,
+            "external_labels": {TENANT_LABEL: tenant},
+        },
+        "scrape_configs": [job(source) for source in sources],
+        "remote_write": [{"url": remote_write_url}],
+    }
+
+
+def central_config(scrape_interval: str, kamaji_namespace: str) -> dict[str, Any]:
+    """prometheus.yml of the central Prometheus: the rules, Kamaji, itself."""
+    return {
+        "global": {"scrape_interval": scrape_interval},
+        "rule_files": [f"{CONFIG_DIR}/{RULES_FILE_NAME}"],
+        "scrape_configs": [
+            {
+                "job_name": "kamaji",
+                "honor_labels": False,
+                "static_configs": [
+                    {
+                        "targets": [
+                            f"{KAMAJI_METRICS_SERVICE}.{kamaji_namespace}.svc:{KAMAJI_METRICS_PORT}"
+                        ],
+                        "labels": {"source": "kamaji"},
+                    }
+                ],
+                "metric_relabel_configs": [
+                    {
+                        "source_labels": ["tcp_name"],
+                        "regex": "(.+)",
+                        "target_label": TENANT_LABEL,
+                        "replacement": "${1}",
+                    }
+                ],
+            },
+        ],
+    }
+
+
+# HAMi inside every tenant (release "hami" in HAMI_NAMESPACE, components.tenant_values): the
+# scheduler's extender serves :9395 (charts/hami/values.yaml:79 metricsBindAddress,
+# templates/scheduler/deployment.yaml:149-150), the device plugin's vgpu-monitor container :9394
+# (templates/device-plugin/daemonsetnvidia.yaml:157-190; cmd/vGPUmonitor/main.go:61); the pods
+# carry app.kubernetes.io/component hami-scheduler / hami-device-plugin (deployment.yaml:28,
+# daemonsetnvidia.yaml:28). Project-HAMi/HAMi v2.10.0.
+HAMI_SOURCES = (
+    TenantSource(
+        "hami-scheduler", HAMI_NAMESPACE, "app.kubernetes.io/component=hami-scheduler", 9395
+    ),
+    TenantSource(
+        "hami-device-plugin", HAMI_NAMESPACE, "app.kubernetes.io/component=hami-device-plugin", 9394
+    ),
+)
+
+
+def dcgm_source(namespace: str) -> TenantSource:
+    """The GPU Operator's DCGM exporter (NVIDIA/gpu-operator v26.7.0
+    assets/state-dcgm-exporter/0800_daemonset.yaml: pods labelled app=nvidia-dcgm-exporter, port
+    9400; on by default, deployments/gpu-operator/values.yaml:299-300)."""
+    return TenantSource("dcgm-exporter", namespace, "app=nvidia-dcgm-exporter", 9400)

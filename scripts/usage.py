@@ -1,0 +1,140 @@
+"""Print GPU usage per tenant for a time window: allocated, used, efficiency (``make usage``).
+
+Reads the central Prometheus of the metrics stack (docs/metrics.md): with ``--prometheus URL``
+directly, or — with ``--kubeconfig-stdin``, the management kubeconfig on stdin (``make usage``
+pipes ``pulumi stack output --show-secrets managementKubeconfig``) — through the management
+cluster's API server service proxy, with ``kubectl get --raw`` (the kubeconfig is written to a
+private temporary file and removed; it is never printed).
+
+Usage: ``python scripts/usage.py (--prometheus URL | --kubeconfig-stdin) [--window 7d]
+[--end 2026-12-01T00:00:00Z] [--format table|csv|json] [--output FILE]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from components.metrics import objects, usage
+from components.metrics.scrape import PROMETHEUS_PORT
+
+SERVICE_PROXY = (
+    f"/api/v1/namespaces/{objects.METRICS_NAMESPACE}/services/"
+    f"{objects.PROMETHEUS}:{PROMETHEUS_PORT}/proxy"
+)
+
+Query = Callable[[str], Mapping[str, Any]]
+
+
+def _path(expr: str, end: datetime) -> str:
+    params = urllib.parse.urlencode({"query": expr, "time": f"{end.timestamp():.3f}"})
+    return f"/api/v1/query?{params}"
+
+
+def http_query(base_url: str, end: datetime) -> Query:
+    def query(expr: str) -> Mapping[str, Any]:
+        with urllib.request.urlopen(base_url.rstrip("/") + _path(expr, end), timeout=60) as reply:
+            result: Mapping[str, Any] = json.load(reply)
+            return result
+
+    return query
+
+
+def kubectl_query(kubeconfig: Path, end: datetime) -> Query:
+    def query(expr: str) -> Mapping[str, Any]:
+        out = subprocess.run(
+            [
+                "kubectl",
+                "--kubeconfig",
+                str(kubeconfig),
+                "get",
+                "--raw",
+                SERVICE_PROXY + _path(expr, end),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        result: Mapping[str, Any] = json.loads(out)
+        return result
+
+    return query
+
+
+def parse_end(text: str | None) -> datetime:
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        end = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as error:
+        raise usage.UsageError(f"--end {text!r}: write it like 2026-12-01T00:00:00Z") from error
+    return end if end.tzinfo else end.replace(tzinfo=UTC)
+
+
+def render(rows: list[usage.TenantUsage], fmt: str, window: str, end: datetime) -> str:
+    if fmt == "csv":
+        return usage.as_csv(rows)
+    if fmt == "json":
+        return usage.as_json(rows, window, end)
+    return usage.as_table(rows, window, end)
+
+
+def run(args: argparse.Namespace, query: Query, end: datetime) -> int:
+    rows = usage.report(args.window, query)
+    text = render(rows, args.format, args.window, end)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prometheus", help="the central Prometheus' base URL")
+    source.add_argument(
+        "--kubeconfig-stdin", action="store_true", help="the management kubeconfig on stdin"
+    )
+    parser.add_argument("--window", default="7d", help="e.g. 24h, 7d, 4w (default 7d)")
+    parser.add_argument("--end", help="the window's end, UTC (default: now)")
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.add_argument("--output", help="write here instead of stdout")
+    args = parser.parse_args(argv)
+    try:
+        usage.window_seconds(args.window)
+        end = parse_end(args.end)
+        if args.prometheus:
+            return run(args, http_query(args.prometheus, end), end)
+        kubeconfig = sys.stdin.read()
+        if not kubeconfig.strip():
+            raise usage.UsageError("no kubeconfig on stdin: deploy the stack first (make lab)")
+        fd, name = tempfile.mkstemp(prefix="gpu-platform-usage-", suffix=".yaml")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(kubeconfig)
+            return run(args, kubectl_query(Path(name), end), end)
+        finally:
+            os.unlink(name)
+    except usage.UsageError as error:
+        print(f"usage: {error}", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as error:
+        print(f"usage: kubectl failed: {error.stderr.strip()}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

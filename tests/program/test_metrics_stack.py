@@ -1,0 +1,118 @@
+"""The metrics stack under mocks, both stacks: the central Prometheus and Grafana in the
+management cluster, one agent per tenant (a child of its GpuTenant) in the tenant's management
+namespace, its reader inside the tenant, the token copied as a secret, and nothing at all with
+``metrics.enabled: false``."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from components.metrics import objects
+from tests.support.harness import Recording, evaluate, load_stack_config
+
+CONFIG_KEY = "gpu-platform:platform"
+
+
+def _config(stack: str, **metrics: Any) -> dict[str, Any]:
+    config = copy.deepcopy(load_stack_config(stack))
+    if metrics:
+        config[CONFIG_KEY]["metrics"] = metrics
+    return config
+
+
+_CACHE: dict[tuple[str, bool], Recording] = {}
+
+
+def _evaluated(stack: str, enabled: bool = True) -> Recording:
+    if (stack, enabled) not in _CACHE:
+        config = _config(stack) if enabled else _config(stack, enabled=False)
+        recording = evaluate(stack, False, config=config)
+        assert recording.error is None, recording.error
+        _CACHE[(stack, enabled)] = recording
+    return _CACHE[(stack, enabled)]
+
+
+def _tenants(stack: str) -> list[str]:
+    return [t["name"] for t in load_stack_config(stack)[CONFIG_KEY]["tenants"]]
+
+
+def _metadata(reg: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = reg.inputs["metadata"]
+    return meta
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_the_management_cluster_runs_the_central_prometheus_and_grafana(stack: str) -> None:
+    recording = _evaluated(stack)
+    for name, kind in (
+        ("management-metrics-prometheus", "kubernetes:apps/v1:Deployment"),
+        ("management-metrics-grafana", "kubernetes:apps/v1:Deployment"),
+        ("management-metrics-prometheus-config", "kubernetes:core/v1:ConfigMap"),
+        ("management-metrics-grafana-dashboards", "kubernetes:core/v1:ConfigMap"),
+    ):
+        reg = recording.named(name)
+        assert reg.type == kind
+        assert _metadata(reg)["namespace"] == objects.METRICS_NAMESPACE
+        assert recording.component_of(reg, ":ManagementCluster") is not None
+
+
+def test_prod_keeps_samples_on_a_claim_and_the_lab_in_an_empty_dir() -> None:
+    def data_volume(recording: Recording) -> dict[str, Any]:
+        spec = recording.named("management-metrics-prometheus").inputs["spec"]
+        volumes = spec["template"]["spec"]["volumes"]
+        volume: dict[str, Any] = next(v for v in volumes if v["name"] == "data")
+        return volume
+
+    assert "emptyDir" in data_volume(_evaluated("lab"))
+    assert data_volume(_evaluated("prod"))["persistentVolumeClaim"] == {
+        "claimName": objects.PROMETHEUS_CLAIM
+    }
+    prod = _evaluated("prod")
+    claim = prod.named(f"management-metrics-{objects.PROMETHEUS_CLAIM}")
+    assert claim.type == "kubernetes:core/v1:PersistentVolumeClaim"
+    assert not [r for r in _evaluated("lab").resources if "PersistentVolumeClaim" in r.type]
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_every_tenant_has_its_own_agent_labelling_its_series(stack: str) -> None:
+    recording = _evaluated(stack)
+    for tenant in _tenants(stack):
+        agent = recording.named(f"{tenant}-metrics-agent")
+        owner = recording.component_of(agent, ":GpuTenant")
+        assert owner is not None
+        assert owner.name == tenant
+        config = recording.named(f"{tenant}-metrics-agent-config")
+        prometheus_yml = yaml.safe_load(config.inputs["data"]["prometheus.yml"])
+        assert prometheus_yml["global"]["external_labels"] == {"tenant": tenant}
+        jobs = {job["job_name"] for job in prometheus_yml["scrape_configs"]}
+        expected = {"hami-scheduler", "hami-device-plugin"}
+        if stack == "prod":
+            expected.add("dcgm-exporter")  # the GPU Operator's, in prod only
+        assert jobs == expected
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_the_tenant_token_reaches_the_management_cluster_only_as_a_secret(stack: str) -> None:
+    recording = _evaluated(stack)
+    for tenant in _tenants(stack):
+        reader_token = recording.named(f"{tenant}-metrics-reader-token")
+        assert reader_token.inputs["type"] == "kubernetes.io/service-account-token"
+        assert reader_token.provider_urn.endswith(f"::{tenant}-provider")
+        copy_ = recording.named(f"{tenant}-metrics-agent-token")
+        assert copy_.provider_urn.endswith("::management-provider")
+        assert "data" in copy_.options.get("additionalSecretOutputs", []) or copy_.input_is_secret(
+            "data"
+        )
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_metrics_disabled_registers_none_of_it(stack: str) -> None:
+    recording = _evaluated(stack, enabled=False)
+    assert not [r for r in recording.resources if "metrics" in r.name]
+    # ...and everything else is as with it on.
+    enabled = {r.name for r in _evaluated(stack).resources if "metrics" not in r.name}
+    assert {r.name for r in recording.resources} == enabled

@@ -1,0 +1,29 @@
+"""TC-18's judge offline: HAMi's grants (allocation annotations) against the per-tenant series."""
+
+from __future__ import annotations
+
+from tests.acceptance.chargeback import granted, judge_allocation, series_value
+
+# HAMi's allocated annotation: containers separated by ';', cards by ':' (uuid,type,MiB,cores).
+THREE_PODS = ["GPU-a,NVIDIA,20000,30:;"] * 3
+
+
+def test_grants_add_up_over_pods_and_cards() -> None:
+    assert granted(THREE_PODS) == (60000, 90)
+    assert granted(["GPU-a,NVIDIA,1000,10:GPU-b,NVIDIA,2000,20:;"]) == (3000, 30)
+    assert granted([]) == (0, 0)
+
+
+def test_matching_series_pass_and_a_missing_share_fails() -> None:
+    assert judge_allocation("tenant-a", 60000, 90, 60000 / 1024, 0.9).ok
+    short = judge_allocation("tenant-a", 60000, 90, 40000 / 1024, 0.9)
+    assert not short.ok
+    assert "40000 MiB" in short.explain()
+    assert not judge_allocation("tenant-a", 60000, 90, 60000 / 1024, 0.6).ok
+
+
+def test_a_tenant_without_a_sample_holds_nothing() -> None:
+    response = {"data": {"result": [{"metric": {"tenant": "tenant-b"}, "value": [0, "2.5"]}]}}
+    assert series_value(response, "tenant-b") == 2.5
+    assert series_value(response, "tenant-a") == 0.0
+    assert judge_allocation("tenant-a", 0, 0, 0.0, 0.0).ok

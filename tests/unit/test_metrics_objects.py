@@ -1,0 +1,179 @@
+"""The metrics stack's objects: valid for the clusters' Kubernetes version, the platform's
+``tenant`` label on everything an agent writes, the tenant reader's minimal RBAC, and the lab
+budget measured from the objects' requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from components.config import MetricsSettings
+from components.metrics import objects, scrape
+from components.metrics.dashboards import platform_dashboard
+from components.metrics.scrape import HAMI_SOURCES, dcgm_source
+from components.versions import HAMI_DASHBOARD, PINNED
+from tests.support.kube_schemas import builtin_violations
+
+VERSION = "v1.35.0"
+API = objects.tenant_api_server("tenant-a", "tenant-a", 6443)
+SOURCES = (*HAMI_SOURCES, dcgm_source("gpu-operator"))
+
+
+def _central() -> list[dict[str, Any]]:
+    return [
+        objects.namespace(),
+        objects.prometheus_config("30s", "kamaji-system"),
+        objects.prometheus_deployment("15d", {"emptyDir": {"sizeLimit": "2Gi"}}),
+        objects.prometheus_service(),
+        objects.prometheus_claim("20Gi"),
+        objects.grafana_provisioning(),
+        objects.grafana_dashboards(platform_dashboard()),
+        objects.grafana_deployment(),
+        objects.grafana_service(),
+    ]
+
+
+def _tenant() -> list[dict[str, Any]]:
+    return [
+        objects.agent_config_map("tenant-a", "tenant-a", API, SOURCES, "30s"),
+        objects.agent_token_secret("tenant-a"),
+        objects.agent_deployment("tenant-a"),
+        *objects.tenant_reader("hami-system", SOURCES),
+        objects.tenant_reader_token("hami-system"),
+    ]
+
+
+@pytest.mark.parametrize("manifest", [*_central(), *_tenant()], ids=lambda m: m["kind"])
+def test_every_object_validates_against_the_clusters_openapi_schema(
+    manifest: dict[str, Any],
+) -> None:
+    assert builtin_violations(VERSION, manifest) == []
+
+
+def test_the_schema_check_can_fail() -> None:
+    broken = objects.agent_deployment("tenant-a")
+    broken["spec"]["template"]["spec"]["containers"][0]["resource"] = {}
+    assert builtin_violations(VERSION, broken)
+
+
+def _agent_config() -> dict[str, Any]:
+    data = objects.agent_config_map("tenant-a", "tenant-a", API, SOURCES, "30s")["data"]
+    config: dict[str, Any] = yaml.safe_load(data["prometheus.yml"])
+    return config
+
+
+def test_every_sample_an_agent_writes_carries_the_platforms_tenant_label() -> None:
+    config = _agent_config()
+    assert config["global"]["external_labels"] == {"tenant": "tenant-a"}
+    assert config["remote_write"] == [{"url": objects.remote_write_url()}]
+    assert {job["job_name"] for job in config["scrape_configs"]} == {s.job for s in SOURCES}
+    for job in config["scrape_configs"]:
+        # honor_labels false: a scraped ``tenant`` label becomes ``exported_tenant``.
+        assert job["honor_labels"] is False
+        last = job["relabel_configs"][-1]
+        assert last == {"target_label": "tenant", "replacement": "tenant-a"}
+
+
+def test_agents_scrape_through_the_tenants_api_server_pod_proxy() -> None:
+    for job, source in zip(_agent_config()["scrape_configs"], SOURCES, strict=True):
+        sd = job["kubernetes_sd_configs"][0]
+        assert sd["api_server"] == "https://tenant-a.tenant-a.svc:6443"
+        assert sd["namespaces"] == {"names": [source.namespace]}
+        relabel = {r.get("target_label"): r for r in job["relabel_configs"]}
+        assert relabel["__address__"]["replacement"] == "tenant-a.tenant-a.svc:6443"
+        assert relabel["__metrics_path__"]["replacement"] == (
+            "/api/v1/namespaces/${1}/pods/${2}:${3}/proxy/metrics"
+        )
+        keep = job["relabel_configs"][0]
+        assert keep["action"] == "keep"
+        assert keep["regex"] == str(source.port)
+        assert job["authorization"] == {"credentials_file": scrape.TOKEN_FILE}
+
+
+def test_the_tenant_reader_may_only_list_pods_and_proxy_to_them_in_scraped_namespaces() -> None:
+    reader = objects.tenant_reader("hami-system", SOURCES)
+    kinds = [m["kind"] for m in reader]
+    assert "ClusterRole" not in kinds
+    assert "ClusterRoleBinding" not in kinds
+    roles = [m for m in reader if m["kind"] == "Role"]
+    assert {r["metadata"]["namespace"] for r in roles} == {"hami-system", "gpu-operator"}
+    for role in roles:
+        granted = {
+            (resource, verb)
+            for rule in role["rules"]
+            for resource in rule["resources"]
+            for verb in rule["verbs"]
+        }
+        assert granted == {
+            ("pods", "get"),
+            ("pods", "list"),
+            ("pods", "watch"),
+            ("pods/proxy", "get"),
+        }
+
+
+def test_the_central_prometheus_receives_remote_writes_and_evaluates_the_rules() -> None:
+    deployment = objects.prometheus_deployment("15d", {"emptyDir": {}})
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--web.enable-remote-write-receiver" in args
+    assert "--storage.tsdb.retention.time=15d" in args
+    config = yaml.safe_load(
+        objects.prometheus_config("30s", "kamaji-system")["data"]["prometheus.yml"]
+    )
+    assert config["rule_files"] == [f"{scrape.CONFIG_DIR}/{scrape.RULES_FILE_NAME}"]
+    kamaji = config["scrape_configs"][0]
+    assert kamaji["static_configs"][0]["targets"] == [
+        "kamaji-metrics-service.kamaji-system.svc:8080"
+    ]
+    assert kamaji["metric_relabel_configs"][0]["source_labels"] == ["tcp_name"]
+
+
+def test_grafana_fetches_hamis_dashboard_at_the_pinned_tag_and_digest() -> None:
+    spec = objects.grafana_deployment()["spec"]["template"]["spec"]
+    env = {e["name"]: e["value"] for e in spec["initContainers"][0]["env"]}
+    assert env["URL"] == HAMI_DASHBOARD.url
+    assert "/v2.10.0/" in env["URL"]
+    assert env["SHA256"] == HAMI_DASHBOARD.sha256
+    assert PINNED.hami.version in HAMI_DASHBOARD.url
+    grafana = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
+    assert grafana["GF_AUTH_ANONYMOUS_ORG_ROLE"] == "Viewer"
+    assert grafana["GF_AUTH_DISABLE_LOGIN_FORM"] == "true"
+
+
+def test_images_are_pinned() -> None:
+    images = [
+        c["image"]
+        for m in [*_central(), *_tenant()]
+        if m["kind"] == "Deployment"
+        for c in (
+            *m["spec"]["template"]["spec"]["containers"],
+            *m["spec"]["template"]["spec"].get("initContainers", []),
+        )
+    ]
+    assert images
+    assert all(":" in i and not i.endswith(":latest") for i in images)
+
+
+# The machine the README names for the lab: at least 4 CPUs and 8 GB free memory. The metrics
+# stack may take at most a tenth of it in requests, or it is off by default in the lab.
+LAB_CPU_MILLIS, LAB_MEMORY = 4000, 8 * 10**9
+
+
+def lab_footprint(tenants: int) -> tuple[int, int]:
+    central = [
+        objects.prometheus_deployment("15d", {"emptyDir": {}}),
+        objects.grafana_deployment(),
+    ]
+    agents = [objects.agent_deployment(f"tenant-{i}") for i in range(tenants)]
+    return objects.requests_of([*central, *agents])
+
+
+def test_the_lab_footprint_fits_a_tenth_of_the_machine_the_readme_names() -> None:
+    # The lab stack has two tenants.
+    cpu, memory = lab_footprint(2)
+    assert (cpu, memory) == (100 + 50 + 2 * 25, (256 + 128 + 2 * 64) * 2**20)
+    assert cpu <= LAB_CPU_MILLIS // 10
+    assert memory <= LAB_MEMORY // 10
+    assert MetricsSettings().enabled is True

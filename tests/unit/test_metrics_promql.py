@@ -1,0 +1,131 @@
+"""Every PromQL expression of the rules, the dashboard and the usage command parses with a real
+PromQL parser (``promql-parser``) and names only metrics and labels the pinned upstreams export
+(``components.metrics.series.TRACED``, each entry citing its declaration), the platform adds, or
+the rules record. HAMi's own dashboard, when ``scripts/fetch_dashboards.py`` has cached it, must
+name only series HAMi v2.10.0 declares (upstream dashboards broke on the 2.9 rename)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import promql_parser
+import pytest
+
+from components.metrics import dashboards, rules, series, usage
+from components.versions import HAMI_DASHBOARD
+
+RECORDED = set(rules.recorded_names())
+# Labels an aggregation or matcher may name: traced, the platform's, or the rules' own.
+KNOWN_LABELS = {label for s in series.TRACED.values() for label in s.labels} | set(
+    series.PLATFORM_LABELS
+)
+
+
+def _names(expr: str) -> tuple[set[str], set[str]]:
+    """(metric names, label names) an expression reads."""
+    metrics: set[str] = set()
+    labels: set[str] = set()
+
+    def visit(node: object) -> None:
+        if isinstance(node, promql_parser.VectorSelector):
+            if node.name:
+                metrics.add(node.name)
+            for matcher in node.matchers.matchers:
+                labels.add(matcher.name)
+        if isinstance(node, promql_parser.AggregateExpr) and node.modifier is not None:
+            labels.update(node.modifier.labels)
+        if isinstance(node, promql_parser.BinaryExpr) and node.modifier is not None:
+            matching = node.modifier.matching
+            if matching is not None:
+                labels.update(matching.labels)
+
+    promql_parser.walk(promql_parser.parse(expr), pre_visit=visit)
+    return metrics, labels
+
+
+def _labels_of(metric: str) -> set[str]:
+    if metric in RECORDED:
+        return {"tenant"}
+    return set(series.TRACED[metric].labels) | set(series.PLATFORM_LABELS)
+
+
+ALL = [
+    *(("rule", e) for e in rules.expressions()),
+    *(("dashboard", e) for e in dashboards.expressions()),
+    *(("usage", e) for e in usage.queries("7d").values()),
+]
+
+
+@pytest.mark.parametrize(("where", "expr"), ALL, ids=[f"{w}:{e[:60]}" for w, e in ALL])
+def test_every_expression_parses_and_names_only_traced_series(where: str, expr: str) -> None:
+    metrics, labels = _names(expr)
+    assert metrics, f"{where}: {expr} reads no metric"
+    unknown = metrics - set(series.TRACED) - RECORDED
+    assert not unknown, f"{where}: {expr} names metrics no pinned upstream exports: {unknown}"
+    allowed = set().union(*(_labels_of(m) for m in metrics))
+    assert labels <= allowed, (
+        f"{where}: {expr} names labels {labels - allowed} of none of {metrics}"
+    )
+
+
+def test_the_name_check_can_fail() -> None:
+    metrics, labels = _names('sum by (tenant) (hami_vgpu_memory_alocated_bytes{nod="x"})')
+    assert metrics - set(series.TRACED) == {"hami_vgpu_memory_alocated_bytes"}
+    assert "nod" in labels
+    assert "nod" not in KNOWN_LABELS
+    with pytest.raises(ValueError, match="parenthesis"):
+        promql_parser.parse("sum by (tenant (hami_vgpu_memory_allocated_bytes)")
+
+
+def test_every_recorded_name_follows_the_level_metric_operation_convention() -> None:
+    for name in rules.recorded_names():
+        level, metric, operation = name.split(":")
+        assert level == "tenant", name
+        assert metric, name
+        assert operation, name
+
+
+def test_the_dashboard_variables_read_recorded_series() -> None:
+    assert set(dashboards.variable_metrics()) <= RECORDED
+
+
+def test_every_traced_series_cites_a_path_and_line() -> None:
+    for s in series.TRACED.values():
+        assert re.search(r"\S+\.(go|csv):\d+", s.source), s
+
+
+def _cached_hami_dashboard() -> Path | None:
+    spec = importlib.util.spec_from_file_location(
+        "fetch_dashboards", Path(__file__).resolve().parents[2] / "scripts" / "fetch_dashboards.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path: Path = module.cached_path(HAMI_DASHBOARD)
+    return path if path.is_file() else None
+
+
+def test_hamis_own_dashboard_names_only_series_hami_declares() -> None:
+    path = _cached_hami_dashboard()
+    if path is None:
+        pytest.skip("HAMi's dashboard is not cached: run python scripts/fetch_dashboards.py")
+    document = json.loads(path.read_text())
+    exprs = [
+        target["expr"]
+        for panel in document.get("panels", [])
+        for target in panel.get("targets", [])
+        if target.get("expr")
+    ]
+    assert exprs
+    hami = {name for name in series.TRACED if name.startswith("hami_")}
+    for expr in exprs:
+        # Grafana variables ($node, ${__rate_interval}) are not PromQL: give them values.
+        concrete = re.sub(r"\$\{?__\w+\}?", "5m", expr)
+        concrete = re.sub(r"\$\{?\w+\}?", ".*", concrete)
+        metrics, _ = _names(concrete)
+        hamis = {m for m in metrics if m.startswith("hami_")}
+        assert hamis <= hami, f"{expr}: {hamis - hami} not traced to HAMi v2.10.0"

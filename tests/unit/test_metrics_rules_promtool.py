@@ -1,0 +1,162 @@
+"""The chargeback recording rules under Prometheus' own rule tester, ``promtool test rules``.
+
+The input series are HAMi v2.10.0's exact shapes as the agents label them
+(``tests/support/metrics_scenario.py``); the expected values are computed here from the
+scenario's numbers, not from ``components.metrics.rules``. ``promtool`` comes from Debian's
+``prometheus`` package (.ci/run installs it); without it the module skips, naming the package.
+Two meta-tests prove the net can fail: a wrong expectation, and a rule with a wrong unit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.metrics import rules
+from tests.support import metrics_scenario as scenario
+
+PROMTOOL = shutil.which("promtool")
+# In CI (.ci/run installs it, and sets CI) a missing promtool fails instead of skipping.
+pytestmark = pytest.mark.skipif(
+    PROMTOOL is None and not os.environ.get("CI"),
+    reason="promtool not installed (Debian: apt-get install -y prometheus)",
+)
+
+# Every series appears at minute 10, holds its value for 40 minutes (minutes 10..49), then goes
+# stale at minute 50, as a pod that ends does. Before and after, the rules record nothing.
+FIRST, SAMPLES = 10, 40
+
+
+def _values(value: float) -> str:
+    return " ".join(["_"] * FIRST + [repr(float(value))] * SAMPLES + ["stale"] + ["_"] * 20)
+
+
+def _input_series() -> list[dict[str, str]]:
+    series = [{"series": name, "values": _values(value)} for name, value in scenario.all_series()]
+    # A scraped process cannot pick its tenant: the agent keeps a scraped ``tenant`` label only
+    # as ``exported_tenant`` (honor_labels: false); the rules must follow ``tenant`` alone.
+    spoofed = series[0]["series"].replace("{", '{exported_tenant="tenant-b",', 1)
+    series.append({"series": spoofed, "values": _values(1024 * scenario.MIB)})
+    return series
+
+
+def _sample(record: str, tenant: str, value: float) -> dict[str, Any]:
+    return {"labels": f'{record}{{tenant="{tenant}"}}', "value": value}
+
+
+def _expected_gauges() -> list[dict[str, Any]]:
+    expected = scenario.expected_per_tenant()
+    spoof_gib = 1.0  # the spoofed series above: 1024 MiB, counted for its real tenant (tenant-a)
+    records = {
+        rules.MEMORY_ALLOCATED: lambda t, row: (
+            row["mem_alloc"] + (spoof_gib if t == "tenant-a" else 0)
+        ),
+        rules.MEMORY_USED: lambda t, row: row["mem_used"],
+        rules.CORES_ALLOCATED: lambda t, row: row["core_alloc"],
+        rules.CORES_USED: lambda t, row: row["core_used"],
+        rules.MEMORY_QUOTA: lambda t, row: row["mem_quota"],
+        rules.CORES_QUOTA: lambda t, row: row["core_quota"],
+        rules.CARDS: lambda t, row: row["cards"],
+        rules.CARDS_SHARED: lambda t, row: row["cards_shared"],
+    }
+    tests = []
+    for record, value in records.items():
+        tests.append(
+            {
+                "expr": record,
+                "eval_time": "30m",
+                "exp_samples": [
+                    _sample(record, tenant, value(tenant, row)) for tenant, row in expected.items()
+                ],
+            }
+        )
+        # Nothing before the pods run, nothing once their series are stale.
+        tests.append({"expr": record, "eval_time": "5m", "exp_samples": []})
+        tests.append({"expr": record, "eval_time": "55m", "exp_samples": []})
+    return tests
+
+
+def _expected_hours() -> list[dict[str, Any]]:
+    """At 1h the hour held the 40 one-minute samples of minutes 10..49: 40/60 of an hour."""
+    expected = scenario.expected_per_tenant()
+    hours = SAMPLES / 60
+    gauges = {
+        rules.MEMORY_ALLOCATED: ("mem_alloc", 1.0),
+        rules.MEMORY_USED: ("mem_used", 0.0),
+        rules.CORES_ALLOCATED: ("core_alloc", 0.0),
+        rules.CORES_USED: ("core_used", 0.0),
+    }
+    tests = []
+    for gauge, (key, spoof) in gauges.items():
+        record = rules.hours_name(gauge)
+        samples = []
+        for tenant, row in expected.items():
+            level = row[key] + (spoof if tenant == "tenant-a" else 0)
+            samples.append(_sample(record, tenant, level * hours))
+        tests.append({"expr": record, "eval_time": "60m", "exp_samples": samples})
+    return tests
+
+
+def _test_file(tmp_path: Path, rule_groups: dict[str, Any], tests: list[dict[str, Any]]) -> Path:
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rule_groups, sort_keys=False))
+    document = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": f"{rules.RULE_INTERVAL_SECONDS}s",
+        "tests": [{"interval": "1m", "input_series": _input_series(), "promql_expr_test": tests}],
+    }
+    path = tmp_path / "test.yml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def _promtool(path: Path) -> subprocess.CompletedProcess[str]:
+    assert PROMTOOL is not None, "promtool is missing: apt-get install -y prometheus"
+    return subprocess.run(
+        [PROMTOOL, "test", "rules", path.name],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_promtool_checks_the_rule_file(tmp_path: Path) -> None:
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules.rule_groups()))
+    assert PROMTOOL is not None
+    result = subprocess.run(
+        [PROMTOOL, "check", "rules", str(tmp_path / "rules.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_per_tenant_gauges_record_what_hami_granted_and_measured(tmp_path: Path) -> None:
+    result = _promtool(_test_file(tmp_path, rules.rule_groups(), _expected_gauges()))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_hourly_integrals_are_gib_hours_and_card_hours(tmp_path: Path) -> None:
+    result = _promtool(_test_file(tmp_path, rules.rule_groups(), _expected_hours()))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_wrong_expectation_fails(tmp_path: Path) -> None:
+    tests = _expected_gauges()
+    tests[0]["exp_samples"][0]["value"] += 1
+    assert _promtool(_test_file(tmp_path, rules.rule_groups(), tests)).returncode != 0
+
+
+def test_a_rule_with_the_wrong_unit_fails(tmp_path: Path) -> None:
+    groups = rules.rule_groups()
+    first = groups["groups"][0]["rules"][0]
+    assert first["record"] == rules.MEMORY_ALLOCATED
+    first["expr"] = first["expr"].replace(str(rules.GIB), str(1000**3))  # GB, not GiB
+    assert _promtool(_test_file(tmp_path, groups, _expected_gauges())).returncode != 0

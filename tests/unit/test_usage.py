@@ -1,0 +1,169 @@
+"""``make usage`` on recorded query results.
+
+``samples/metrics/usage-3h.json`` holds the answers a real Prometheus (Debian's 2.42) gave to
+every query the usage command sends, over the rules' outputs for the HAMi-shaped scenario of
+``tests/support/metrics_scenario.py`` (recorded by ``tests/support/record_usage_samples.py``).
+The expected numbers are the scenario's by hand: every pod ran the whole 3 h window.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.metrics import usage
+from tests.support import metrics_scenario as scenario
+
+SAMPLE = Path(__file__).with_name("samples") / "metrics" / "usage-3h.json"
+RECORDED: dict[str, Any] = json.loads(SAMPLE.read_text())
+HOURS = 3
+
+
+def recorded_query(expr: str) -> Mapping[str, Any]:
+    responses = RECORDED["responses"]
+    assert expr in responses, (
+        f"no recorded answer for {expr!r}: the usage queries changed, re-record with "
+        "python -m tests.support.record_usage_samples"
+    )
+    answer: Mapping[str, Any] = responses[expr]
+    return answer
+
+
+def test_the_report_integrates_allocation_and_use_per_tenant() -> None:
+    rows = {row.tenant: row for row in usage.report(RECORDED["window"], recorded_query)}
+    expected = scenario.expected_per_tenant()
+    assert set(rows) == set(expected) == {"tenant-a", "tenant-b"}
+    for tenant, want in expected.items():
+        row = rows[tenant]
+        assert row.memory_allocated_gib_hours == pytest.approx(want["mem_alloc"] * HOURS)
+        assert row.memory_used_gib_hours == pytest.approx(want["mem_used"] * HOURS)
+        assert row.cores_allocated_card_hours == pytest.approx(want["core_alloc"] * HOURS)
+        assert row.cores_used_card_hours == pytest.approx(want["core_used"] * HOURS)
+        assert row.memory_efficiency == pytest.approx(want["mem_used"] / want["mem_alloc"])
+        assert row.cores_efficiency == pytest.approx(want["core_used"] / want["core_alloc"])
+    # tenant-a: 3 pods x 20000 MiB for 3 h = 175.78125 GiB-hours, half of it used.
+    assert rows["tenant-a"].memory_allocated_gib_hours == pytest.approx(3 * 20000 / 1024 * 3)
+
+
+def test_a_tenant_that_only_used_has_no_efficiency() -> None:
+    def query(expr: str) -> Mapping[str, Any]:
+        answer = json.loads(json.dumps(recorded_query(expr)))
+        if "allocated" in expr:
+            answer["data"]["result"] = []
+        return answer
+
+    rows = usage.report(RECORDED["window"], query)
+    assert rows
+    assert all(r.memory_efficiency is None for r in rows)
+    assert all(r.cores_efficiency is None for r in rows)
+
+
+def test_an_error_or_a_sample_without_tenant_is_refused() -> None:
+    with pytest.raises(usage.UsageError, match="error"):
+        usage.vector({"status": "error", "error": "bad query"})
+    with pytest.raises(usage.UsageError, match="tenant"):
+        usage.vector(
+            {
+                "status": "success",
+                "data": {"resultType": "vector", "result": [{"metric": {}, "value": [0, "1"]}]},
+            }
+        )
+
+
+@pytest.mark.parametrize("window", ["0d", "7", "1y", "-1h", "1.5h"])
+def test_a_bad_window_is_refused(window: str) -> None:
+    with pytest.raises(usage.UsageError):
+        usage.window_seconds(window)
+
+
+def test_table_csv_and_json_carry_the_same_rows() -> None:
+    rows = usage.report(RECORDED["window"], recorded_query)
+    end = datetime.fromtimestamp(RECORDED["end"], UTC)
+    table = usage.as_table(rows, "3h", end)
+    assert "tenant-a" in table
+    assert "175.78" in table
+    assert "50.0%" in table
+    parsed = list(csv.DictReader(io.StringIO(usage.as_csv(rows))))
+    assert [r["tenant"] for r in parsed] == ["tenant-a", "tenant-b"]
+    assert float(parsed[1]["memory_allocated_gib_hours"]) == pytest.approx(12000 / 1024 * 3)
+    document = json.loads(usage.as_json(rows, "3h", end))
+    assert document["units"]["memory"] == "GiB-hours"
+    assert document["tenants"][0]["cores_allocated_card_hours"] == pytest.approx(0.9 * 3)
+
+
+class _Prometheus(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        body = json.dumps(RECORDED["responses"].get(query["query"][0], {"status": "error"}))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def prometheus() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _Prometheus)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _script() -> Any:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "usage.py"
+    spec = importlib.util.spec_from_file_location("usage_script", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_command_prints_the_table_and_writes_csv(
+    prometheus: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = _script()
+    assert script.main(["--prometheus", prometheus, "--window", "3h"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("GPU usage per tenant, 3h ending")
+    assert "tenant-b" in out
+    target = tmp_path / "usage.csv"
+    assert (
+        script.main(
+            [
+                "--prometheus",
+                prometheus,
+                "--window",
+                "3h",
+                "--format",
+                "csv",
+                "--output",
+                str(target),
+            ]
+        )
+        == 0
+    )
+    assert target.read_text().startswith("tenant,memory_allocated_gib_hours")
+
+
+def test_the_command_refuses_a_bad_window(
+    prometheus: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _script().main(["--prometheus", prometheus, "--window", "soon"]) == 2
+    assert "window" in capsys.readouterr().err
