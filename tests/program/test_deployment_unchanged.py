@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "25aaf7e9575246f018a7b9170141914f5b5041a4"
+BASELINE = "cf6f690ff96b9e58a0440b613bc3ccf7601baaab"
 
 
 def _has_commit(commit: str) -> bool:
