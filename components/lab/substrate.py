@@ -12,7 +12,7 @@ from components.lab import config_checks as lab_config_checks
 from components.lab import management as lab_management
 from components.lab import names as lab_names
 from components.lab import network as lab_network
-from components.lab import preflight
+from components.lab import pinned_addresses, preflight
 from components.lab import tenant as lab_tenant
 from components.lab.workers import lab_workers
 from components.substrate import (
@@ -55,6 +55,8 @@ class LabSubstrate:
         if preflight.check_lab_host(dry_run, kind_cluster=platform.kind.cluster_name):
             pulumi.log.info("lab host preflight passed")
         lab_network.check_pool_size(platform.kind.metallb_pool_size, len(platform.tenants))
+        # In preview too, when the kind network exists: a pin outside the pool fails here.
+        pinned_addresses.check_pinned_addresses(platform)
 
     def management_cluster(
         self, name: str, platform: PlatformConfig, component: pulumi.Resource
