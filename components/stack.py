@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from components.config import (
     CONFIG_KEY,
     ConfigError,
@@ -134,6 +136,11 @@ def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | 
         if dedicated is not None and dedicated.credentials_config_key:
             drivers[dedicated.credentials_config_key] = dedicated.driver
     problems = []
+    if platform.management.existing is not None:
+        key = platform.management.existing.kubeconfig_config_key
+        problem = kubeconfig_problem(key, lookup(key))
+        if problem is not None:
+            problems.append(problem)
     for key, driver in sorted((k, v) for k, v in drivers.items() if k):
         raw = lookup(key)
         if raw is None:
@@ -144,6 +151,26 @@ def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | 
             problems.append(str(error))
     if problems:
         raise ConfigError(problem_message("invalid secret config", problems))
+
+
+def kubeconfig_problem(key: str, text: str | None) -> str | None:
+    """The management kubeconfig must be a kubeconfig's content (the adopted-namespace check
+    hands it to kubectl as a file's content, components/prod/cluster_checks.py): YAML with a
+    ``clusters`` list. Else the providers fail only once ``up`` reaches them. The message names
+    the key, never the value."""
+    if text is None:
+        return None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("clusters"), list) and data["clusters"]:
+        return None
+    return (
+        f"{key}: is not a kubeconfig (YAML with clusters, users and contexts, as `kind get "
+        f"kubeconfig` or your cluster's admin tooling writes it): set the file's content with "
+        f"`pulumi config set --secret {key} < management.kubeconfig`"
+    )
 
 
 def _ungated_workload_problems(platform: PlatformConfig, substrate: Substrate) -> list[str]:

@@ -138,13 +138,14 @@ def resolve(root: type[BaseModel], loc: Sequence[int | str]) -> Place:
     annotation: Any = root
     parent: type[BaseModel] | None = None
     path, key, item = "", "platform", False
-    for part in loc:
+    for position, part in enumerate(loc):
         stripped, _ = _strip(annotation)
         members = _members(stripped)
         if isinstance(part, str) and len(members) > 1:
             tagged = [m for m in members if _tag_matches(m, part)]
-            if tagged:  # a union member's tag, not a key
-                annotation = tagged[0]
+            if tagged:  # a union member's tag, not a key: the union is what belongs here
+                if position < len(loc) - 1:
+                    annotation = tagged[0]
                 continue
         if isinstance(part, int):
             path += f"[{part}]"
@@ -462,11 +463,16 @@ def problem_lines(
             if shape_mismatch or value is None:
                 lines.extend(_shape_problem(place, value))
                 continue
-            message = error["msg"]
-            fix = _unit_fix(place.key, value) or fixes.get(kind)
-            if kind == "literal_error" or fix is None:
-                fix = f"write {expected(place.annotation)}"
-            lines.extend(_with_example(f"{place.path}: {message}: {fix}", place))
+            unit = _unit_fix(place.key, value)
+            want = expected(place.annotation)
+            if unit is not None:
+                lines.append(f"{place.path}: {unit}")
+            elif kind == "literal_error":
+                offered = f"{value!r} is not offered" if isinstance(value, str) else written(value)
+                lines.extend(_with_example(f"{place.path}: {offered}: write {want}", place))
+            else:
+                problem = f"{written(value)} was written where {want} belongs; write that"
+                lines.extend(_with_example(f"{place.path}: {problem}", place))
             continue
         if kind == "extra_forbidden":
             lines.append(_unknown_key(place))
