@@ -182,11 +182,26 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 def targets(stack: str) -> Iterator[Target]:
     """Every key of every model present in the stack's rich base, with the first item of every
-    list and mapping it holds."""
-    yield from _walk(stack, PlatformConfig, rich_base(stack), ())
+    list and mapping it holds. A model the base leaves out is walked too when an empty mapping
+    is valid in its place (a section whose keys all have defaults: one another change adds)."""
+    base = rich_base(stack)
+    yield from _walk(stack, PlatformConfig, base, (), base)
 
 
-def _walk(stack: str, model: type[BaseModel], raw: Any, path: Path) -> Iterator[Target]:
+def _empty_is_valid(base: dict[str, Any], path: Path) -> bool:
+    from components.config import ConfigError
+    from components.stack import parse_stack
+
+    try:
+        parse_stack(with_value(base, path, {}))
+    except ConfigError:
+        return False
+    return True
+
+
+def _walk(
+    stack: str, model: type[BaseModel], raw: Any, path: Path, base: dict[str, Any]
+) -> Iterator[Target]:
     for name, info in model.model_fields.items():
         key = info.alias or name
         annotation = info.annotation
@@ -194,13 +209,15 @@ def _walk(stack: str, model: type[BaseModel], raw: Any, path: Path) -> Iterator[
         value = raw.get(key) if isinstance(raw, dict) else None
         inner, _, _ = strip(annotation)
         origin = typing.get_origin(inner)
+        if is_model(inner) and value is None and _empty_is_valid(base, (*path, key)):
+            value = {}
         if is_model(inner) and isinstance(value, dict):
-            yield from _walk(stack, inner, value, (*path, key))
+            yield from _walk(stack, inner, value, (*path, key), base)
         elif origin is list and isinstance(value, list) and value:
             (item,) = typing.get_args(inner)
             item_inner, _, _ = strip(item)
             if is_model(item_inner):
-                yield from _walk(stack, item_inner, value[0], (*path, key, 0))
+                yield from _walk(stack, item_inner, value[0], (*path, key, 0), base)
             else:
                 yield Target(stack, (*path, key, 0), model, name, item, info, item=True)
         elif origin is dict and isinstance(value, dict) and value:
@@ -217,11 +234,11 @@ def _annotated(info: FieldInfo) -> Any:
 
 
 def with_value(raw: dict[str, Any], path: Path, value: Any) -> dict[str, Any]:
-    """A copy of ``raw`` with ``value`` at ``path``."""
+    """A copy of ``raw`` with ``value`` at ``path`` (mappings missing on the way written in)."""
     out = copy.deepcopy(raw)
     node: Any = out
     for part in path[:-1]:
-        node = node[part]
+        node = node.setdefault(part, {}) if isinstance(node, dict) else node[part]
     node[path[-1]] = value
     return out
 
