@@ -235,8 +235,10 @@ def expected(annotation: Any) -> str:
     for member in _members(annotation):
         shape = _shape(member)
         if shape == "choice":
-            options = ", ".join(str(o) for o in typing.get_args(_strip(member)[0]))
-            words.append(f"one of {options}")
+            quoted = [repr(option) for option in typing.get_args(_strip(member)[0])]
+            words.append(
+                " or ".join([", ".join(quoted[:-1]), quoted[-1]] if quoted[1:] else quoted)
+            )
         else:
             words.append(_SHAPE_WORDS[shape])
     return " or ".join(dict.fromkeys(words))

@@ -190,7 +190,7 @@ LAB = [
         "kubernetesVersion",
         "kubernetesVersion: v1.35.0",
     ),
-    Mistake("mode capitalised", "lab", _set("mode", "Lab"), "mode", "one of lab, prod"),
+    Mistake("mode capitalised", "lab", _set("mode", "Lab"), "mode", "write 'lab' or 'prod'"),
     Mistake("mode missing", "lab", _drop("mode"), "mode", "add it, like:\n      mode: lab"),
     Mistake(
         "tenants as a mapping",
@@ -573,7 +573,7 @@ LAB = [
         "lab",
         _set("hami.webhookFailurePolicy", "fail"),
         "hami.webhookFailurePolicy",
-        "one of Fail, Ignore",
+        "write 'Fail' or 'Ignore'",
     ),
     Mistake(
         "hami as a list",
@@ -762,7 +762,7 @@ PROD = [
         "prod",
         _set("management.existing.certManager", "installed"),
         "management.existing.certManager",
-        "one of existing, install",
+        "write 'existing' or 'install'",
     ),
     Mistake(
         "cluster domain with underscore",
