@@ -260,6 +260,7 @@ def _child(request: dict[str, Any]) -> dict[str, Any]:
     os.environ["GPU_PLATFORM_SKIP_PREFLIGHT"] = "1"
     os.environ["GPU_PLATFORM_SKIP_CHART_CHECK"] = "1"
     os.environ.setdefault("GPU_PLATFORM_DOCKER_INFO", "")  # nor asks Docker about the host
+    os.environ.setdefault("GPU_PLATFORM_KIND_NETWORK_INSPECT", "")  # nor about the kind network
     preview = bool(request["preview"])
     values, secret_keys = harness.mock_config(request["config"])
     set_all_config(values, secret_keys)

@@ -9,9 +9,12 @@ alone) raised before any resource is registered.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import yaml
 
 from components.config import (
     CONFIG_KEY,
@@ -21,8 +24,10 @@ from components.config import (
     check_secrets_present,
     platform_problems,
     problem_message,
+    required_secret_keys,
     validate_models,
 )
+from components.config.keys import config_key_problems
 from components.lab.substrate import LabSubstrate
 from components.name_plan import name_problems
 from components.prod.substrate import ProdSubstrate
@@ -74,7 +79,17 @@ def load_stack() -> Stack:
     import pulumi  # local import: reading config needs the program's runtime settings
 
     config = pulumi.Config()
-    stack = parse_stack(config.get_object(CONFIG_KEY))
+    keys, project = engine_config_keys(), pulumi.get_project()
+    raw = _platform_object(config)
+    if raw is None:
+        # A misspelled namespace or key is why the block is missing: name the key meant.
+        misspelled = config_key_problems(keys, project, [CONFIG_KEY])
+        if misspelled:
+            raise ConfigError(problem_message("invalid stack configuration", misspelled))
+    stack = parse_stack(raw)
+    unread = config_key_problems(keys, project, [CONFIG_KEY, *required_secret_keys(stack.platform)])
+    if unread:
+        raise ConfigError(problem_message("invalid stack configuration", unread))
     check_secrets_present(stack.platform, lambda key: config.get_secret(key))
     check_secrets_are_secret(
         stack.platform,
@@ -87,6 +102,31 @@ def load_stack() -> Stack:
     return stack
 
 
+def engine_config_keys() -> list[str]:
+    """Every config key the engine handed the program, fully qualified. The language host puts
+    the stack's whole config into ``pulumi.runtime.config.CONFIG`` before the program runs
+    (pulumi/pulumi v3.259.0 sdk/python/cmd/pulumi-language-python-exec:102-114, from
+    ``PULUMI_CONFIG``), as the mocks' ``set_all_config`` does; ``get_config_env`` is the same
+    ``PULUMI_CONFIG`` bag, read when nothing was set (sdk/python/lib/pulumi/runtime/config.py,
+    ``get_config`` falls back to it)."""
+    from pulumi.runtime import config as runtime_config
+
+    return sorted({*runtime_config.CONFIG.get(), *runtime_config.get_config_env()})
+
+
+def _platform_object(config: Any) -> Any:
+    """``<project>:platform`` as the engine passed it: the structured value, or the text itself
+    when it is not JSON (a stack file giving the whole block as a plain string), so that the
+    models say which shape to write instead of the SDK's ``not a valid JSON object``."""
+    text = config.get(CONFIG_KEY)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | None]) -> None:
     """External DataStore credentials must be the JSON object their driver needs; the error
     names the key and the expected keys, never the value."""
@@ -96,6 +136,11 @@ def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | 
         if dedicated is not None and dedicated.credentials_config_key:
             drivers[dedicated.credentials_config_key] = dedicated.driver
     problems = []
+    if platform.management.existing is not None:
+        key = platform.management.existing.kubeconfig_config_key
+        problem = kubeconfig_problem(key, lookup(key))
+        if problem is not None:
+            problems.append(problem)
     for key, driver in sorted((k, v) for k, v in drivers.items() if k):
         raw = lookup(key)
         if raw is None:
@@ -106,6 +151,26 @@ def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | 
             problems.append(str(error))
     if problems:
         raise ConfigError(problem_message("invalid secret config", problems))
+
+
+def kubeconfig_problem(key: str, text: str | None) -> str | None:
+    """The management kubeconfig must be a kubeconfig's content (the adopted-namespace check
+    hands it to kubectl as a file's content, components/prod/cluster_checks.py): YAML with a
+    ``clusters`` list. Else the providers fail only once ``up`` reaches them. The message names
+    the key, never the value."""
+    if text is None:
+        return None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("clusters"), list) and data["clusters"]:
+        return None
+    return (
+        f"{key}: is not a kubeconfig (YAML with clusters, users and contexts, as `kind get "
+        f"kubeconfig` or your cluster's admin tooling writes it): set the file's content with "
+        f"`pulumi config set --secret {key} < management.kubeconfig`"
+    )
 
 
 def _ungated_workload_problems(platform: PlatformConfig, substrate: Substrate) -> list[str]:

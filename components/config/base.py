@@ -3,6 +3,7 @@ checks of names and versions."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from types import MappingProxyType
 
@@ -29,6 +30,33 @@ WHOLE_DURATION = re.compile(r"^(?=\d)(\d+h)?(\d+m)?(\d+s)?$")
 # A Kubernetes resource.Quantity of bytes: a number and a binary or decimal SI suffix
 # (k8s.io/apimachinery pkg/api/resource/quantity.go, the <quantity> grammar).
 STORAGE_QUANTITY = re.compile(r"^(\d+(\.\d+)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+# Any Kubernetes resource.Quantity (same grammar, with the decimal SI suffixes n, u, m and
+# exponents): what a container's requests and limits take.
+RESOURCE_QUANTITY = re.compile(
+    r"^(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$"
+)
+# A DataStore endpoint: "bare IP/FQDN and port", no protocol (clastix/kamaji 26.8.2-edge
+# api/v1alpha1/datastore_types.go:39-41).
+DATASTORE_ENDPOINT = re.compile(
+    r"^([a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?|\[[0-9a-fA-F:.]+\]):\d{1,5}$"
+)
+# A name the program reads with pulumi.Config(): one key of this project's namespace, as
+# `pulumi config set --secret NAME` writes it (a ':' would make it another namespace's key).
+CONFIG_KEY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$")
+# An OCI image reference: [registry[:port]/]repository[:tag][@sha256:digest].
+IMAGE_REFERENCE = re.compile(
+    r"^([a-z0-9.-]+(:\d+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*"
+    r"(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$"
+)
+# A release version like v1.13.2.
+RELEASE_VERSION = re.compile(r"^v\d+\.\d+\.\d+$")
+# A label value (k8s.io/apimachinery pkg/util/validation/validation.go, IsValidLabelValue).
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# A label key: an optional DNS-subdomain prefix and a name (IsQualifiedName).
+LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 # Schema and username end up in etcd prefixes, SQL database and role names: keep them portable.
 DATASTORE_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 # Namespaces HAMi's webhook must never gate (platform.md §3, pitfall 3).
@@ -107,6 +135,38 @@ def _kubernetes_version(value: str) -> str:
             f"(v1.{PINNED.kamaji_max_tenant_minor}): pick v1.{PINNED.kamaji_max_tenant_minor}.x "
             "or lower"
         )
+    return value
+
+
+def _cidr(value: str) -> str:
+    """A network CIDR (host bits zero), else a ValueError saying how to write one."""
+    try:
+        ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a network CIDR like 10.10.0.0/16 ({exc})") from exc
+    return value
+
+
+def _config_key(value: str | None) -> str | None:
+    """A config key name the program can read (None: not given)."""
+    if value is not None and not CONFIG_KEY_NAME.match(value):
+        raise ValueError(
+            f"{value!r} is not a config key name: write a name like teamDatastoreCredentials "
+            "(letters, digits, '_', '-', '.'; no namespace: the program reads it in its own)"
+        )
+    return value
+
+
+def _labels(value: dict[str, str]) -> dict[str, str]:
+    """Kubernetes label keys and values (a selector with others is refused by the API)."""
+    for key, text in value.items():
+        if len(key.rsplit("/", 1)[-1]) > 63 or not LABEL_KEY.match(key):
+            raise ValueError(f"{key!r} is not a label key: write one like provider-components")
+        if len(text) > 63 or not LABEL_VALUE.match(text):
+            raise ValueError(
+                f"{text!r} (label {key}) is not a label value: at most 63 letters, digits, '-', "
+                "'_' and '.', starting and ending with a letter or digit"
+            )
     return value
 
 

@@ -12,9 +12,11 @@ from pydantic import (
 )
 
 from components.config.base import (
+    DATASTORE_ENDPOINT,
     DATASTORE_IDENTIFIER,
     DNS1123_SUBDOMAIN,
     STORAGE_QUANTITY,
+    _config_key,
     _dns1123,
     _matching,
     _Model,
@@ -36,6 +38,22 @@ class DataStoreSpec(_Model):
     @classmethod
     def _name(cls, value: str) -> str:
         return _dns1123(value, "DataStore name")
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints(cls, value: list[str]) -> list[str]:
+        return _endpoint_list(value)
+
+    @field_validator("credentials_config_key")
+    @classmethod
+    def _credentials(cls, value: str | None) -> str | None:
+        return _config_key(value)
+
+
+def _endpoint_list(value: list[str]) -> list[str]:
+    for endpoint in value:
+        _matching(endpoint, DATASTORE_ENDPOINT, "a host:port endpoint", "db.example.internal:5432")
+    return value
 
 
 class DedicatedDataStore(_Model):
@@ -70,6 +88,16 @@ class DedicatedDataStore(_Model):
                 "an external DataStore needs credentialsConfigKey naming a secret config value"
             )
         return self
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints(cls, value: list[str]) -> list[str]:
+        return _endpoint_list(value)
+
+    @field_validator("credentials_config_key")
+    @classmethod
+    def _credentials(cls, value: str | None) -> str | None:
+        return _config_key(value)
 
     @field_validator("storage_size")
     @classmethod

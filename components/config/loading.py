@@ -10,21 +10,11 @@ from pydantic import ValidationError
 from components.config.base import (
     _FIXES,
     CONFIG_KEY,
-    PROBLEM_SEPARATOR,
     ConfigError,
     problem_message,
 )
+from components.config.messages import problem_lines
 from components.config.platform import PlatformConfig
-
-
-def _location(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += ("." if text else "") + part
-    return text or "platform"
 
 
 def validate_models(raw: Mapping[str, Any] | None) -> PlatformConfig:
@@ -39,21 +29,7 @@ def validate_models(raw: Mapping[str, Any] | None) -> PlatformConfig:
     try:
         platform = PlatformConfig.model_validate(raw)
     except ValidationError as exc:
-        lines = []
-        for error in exc.errors():
-            where = _location(error["loc"])
-            message = error["msg"].removeprefix("Value error, ")
-            if error["type"] == "extra_forbidden":
-                message = "unknown key: remove it or check its spelling (keys are camelCase)"
-            elif error["type"] == "missing":
-                message = "required key is missing: add it"
-            elif error["type"] in _FIXES:
-                message = f"{message}: {_FIXES[error['type']]}"
-            if not error["loc"]:
-                # Cross-field problems already name their keys, one per line.
-                lines.extend(message.split(PROBLEM_SEPARATOR))
-                continue
-            lines.extend(f"{where}: {part}" for part in message.split(PROBLEM_SEPARATOR))
+        lines = problem_lines(PlatformConfig, exc.errors(), _FIXES)
         raise ConfigError(problem_message("invalid stack configuration", lines)) from None
     return platform
 

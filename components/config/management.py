@@ -11,8 +11,20 @@ from pydantic import (
     model_validator,
 )
 
-from components.config.base import DNS1123_SUBDOMAIN, _dns1123, _Model
+from components.config.base import (
+    DNS1123_SUBDOMAIN,
+    IMAGE_REFERENCE,
+    RELEASE_VERSION,
+    _cidr,
+    _config_key,
+    _dns1123,
+    _labels,
+    _matching,
+    _Model,
+)
 from components.versions import PINNED
+
+_DOCKER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
 
 
 class KindManagement(_Model):
@@ -36,12 +48,32 @@ class KindManagement(_Model):
     def _name(cls, value: str) -> str:
         return _dns1123(value, "kind cluster name")
 
+    @field_validator("node_image")
+    @classmethod
+    def _node_image(cls, value: str) -> str:
+        return _matching(value, IMAGE_REFERENCE, "an image reference", PINNED.kind_node_image)
+
+    @field_validator("docker_network")
+    @classmethod
+    def _docker_network(cls, value: str) -> str:
+        return _matching(value, _DOCKER_NAME, "a docker network name", "kind")
+
+    @field_validator("pod_subnet", "service_subnet")
+    @classmethod
+    def _subnets(cls, value: str) -> str:
+        return _cidr(value)
+
 
 class InfrastructureProvider(_Model):
     name: Literal["metal3", "docker"] = Field(
         default="metal3", description="Cluster API infrastructure provider for GPU machines"
     )
     version: str = Field(default=PINNED.metal3_provider, description="its release")
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        return _matching(value, RELEASE_VERSION, "a release version", PINNED.metal3_provider)
 
 
 # An OCI artifact the cluster-api-operator fetches a provider from: ``registry/repository`` with an
@@ -82,7 +114,7 @@ class ProviderFetch(_Model):
     def _labels(cls, value: dict[str, str] | None) -> dict[str, str] | None:
         if value is not None and not value:
             raise ValueError("give at least one label, or remove configMapLabels")
-        return value
+        return value if value is None else _labels(value)
 
     @model_validator(mode="after")
     def _one_source(self) -> ProviderFetch:
@@ -133,6 +165,11 @@ class ClusterApiVersions(_Model):
         "GitHub (offline management clusters)",
     )
 
+    @field_validator("github_token_config_key")
+    @classmethod
+    def _token_key(cls, value: str | None) -> str | None:
+        return _config_key(value)
+
     @field_validator("core", "bootstrap_kubeadm")
     @classmethod
     def _capi_line(cls, value: str) -> str:
@@ -178,6 +215,11 @@ class ExistingManagement(_Model):
     cluster_api: ClusterApiVersions = Field(
         default=ClusterApiVersions(), description="provider versions (cluster-api-operator)"
     )
+
+    @field_validator("kubeconfig_config_key")
+    @classmethod
+    def _kubeconfig_key(cls, value: str) -> str:
+        return _config_key(value) or value
 
     @field_validator("cluster_domain")
     @classmethod

@@ -15,7 +15,14 @@ from pydantic import (
     model_validator,
 )
 
-from components.config.base import GO_DURATION, ConfigError, _kubernetes_version, _matching, _Model
+from components.config.base import (
+    GO_DURATION,
+    IMAGE_REFERENCE,
+    ConfigError,
+    _kubernetes_version,
+    _matching,
+    _Model,
+)
 from components.config.datastores import DataStoreSpec
 from components.config.management import ExistingManagement, KindManagement, Management
 from components.config.metrics import MetricsSettings
@@ -108,7 +115,7 @@ class GpuDriver(_Model):
                 )
         runtime_version = self.version if self.source == "runtime-built" else None
         if runtime_version is not None and not _DRIVER_VERSION.match(runtime_version):
-            raise ValueError(f"{runtime_version!r} is not a driver version like 595.91.07")
+            raise ValueError(f"version {runtime_version!r} is not a driver version like 595.91.07")
         for name in self.package_repositories:
             if not _CONFIGMAP_KEY.match(name):
                 raise ValueError(
@@ -164,6 +171,13 @@ class PlatformConfig(_Model):
     @classmethod
     def _version(cls, value: str) -> str:
         return _kubernetes_version(value)
+
+    @field_validator("worker_image")
+    @classmethod
+    def _worker_image(cls, value: str | None) -> str | None:
+        if value is not None:
+            _matching(value, IMAGE_REFERENCE, "an image reference", "kindest/node:v1.35.0")
+        return value
 
     # ----- derived views the components use
 

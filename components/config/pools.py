@@ -13,7 +13,7 @@ from pydantic import (
 )
 
 from components.catalog import CARD_CATALOG, CardModel
-from components.config.base import WHOLE_DURATION, _dns1123, _matching, _Model
+from components.config.base import LABEL_VALUE, WHOLE_DURATION, _dns1123, _matching, _Model
 
 
 class CardSpec(_Model):
@@ -32,6 +32,18 @@ class CardSpec(_Model):
         default=None, description="model string the node registers; must contain NVIDIA"
     )
     count: PositiveInt = Field(default=1, description="cards of this kind per node")
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        # With explicit memoryMiB and coreUnits the model is a free name, but it still names
+        # the card in labels and the inventory: keep it to a label value's characters.
+        if value is not None and (len(value) > 63 or not LABEL_VALUE.match(value) or not value):
+            raise ValueError(
+                f"card model {value!r}: write a catalog model ({', '.join(CARD_CATALOG)}) or a "
+                "name of letters, digits, '-', '_' and '.'"
+            )
+        return value
 
     @model_validator(mode="after")
     def _catalog_or_explicit(self) -> CardSpec:

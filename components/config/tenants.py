@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections import Counter
 from typing import Annotated, Literal
 
@@ -13,9 +14,18 @@ from pydantic import (
     model_validator,
 )
 
-from components.config.base import SYSTEM_NAMESPACES, _dns1123, _Model
+from components.config.base import (
+    IMAGE_REFERENCE,
+    RESOURCE_QUANTITY,
+    SYSTEM_NAMESPACES,
+    _cidr,
+    _dns1123,
+    _Model,
+)
 from components.config.datastores import DataStoreBinding
 from components.config.pools import WorkerPool
+
+_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 
 
 class ComponentResources(_Model):
@@ -23,6 +33,24 @@ class ComponentResources(_Model):
 
     requests: dict[str, str] = Field(default_factory=dict, description="cpu/memory requests")
     limits: dict[str, str] = Field(default_factory=dict, description="cpu/memory limits")
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _quantities(cls, value: dict[str, str]) -> dict[str, str]:
+        # The API server refuses any other value when the control plane is created (after
+        # registration): k8s.io/apimachinery pkg/api/resource/quantity.go, <quantity>.
+        for name, quantity in value.items():
+            if name not in _CONTAINER_RESOURCES:
+                raise ValueError(
+                    f"{name!r} is not a container resource here: use "
+                    f"{', '.join(_CONTAINER_RESOURCES)}"
+                )
+            if not RESOURCE_QUANTITY.match(quantity):
+                raise ValueError(
+                    f"{name}: {quantity!r} is not a Kubernetes quantity: write it like 250m "
+                    "(CPU) or 512Mi (memory)"
+                )
+        return value
 
 
 class ControlPlaneResources(_Model):
@@ -43,6 +71,7 @@ class ControlPlaneResources(_Model):
 
 
 WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
+_PLUGIN_NAME = re.compile(r"^[A-Z][A-Za-z0-9]+$")
 
 
 class ControlPlane(_Model):
@@ -71,6 +100,12 @@ class ControlPlane(_Model):
     @classmethod
     def _keeps_webhooks(cls, value: list[str] | None) -> list[str] | None:
         if value is not None:
+            odd = [plugin for plugin in value if not _PLUGIN_NAME.match(plugin)]
+            if odd:
+                raise ValueError(
+                    f"admissionControllers: {', '.join(map(repr, odd))} is not an admission "
+                    "plugin name (CamelCase, like NodeRestriction): kube-apiserver would not start"
+                )
             missing = [plugin for plugin in WEBHOOK_PLUGINS if plugin not in value]
             if missing:
                 raise ValueError(
@@ -83,7 +118,12 @@ class ControlPlane(_Model):
     @classmethod
     def _ip(cls, value: str | None) -> str | None:
         if value is not None:
-            ipaddress.IPv4Address(value)
+            try:
+                ipaddress.IPv4Address(value)
+            except ValueError:
+                raise ValueError(
+                    f"{value!r} is not an IPv4 address: write one like 10.0.100.10"
+                ) from None
         return value
 
 
@@ -94,11 +134,7 @@ class TenantNetwork(_Model):
     @field_validator("pod_cidr", "service_cidr")
     @classmethod
     def _cidr(cls, value: str) -> str:
-        try:
-            ipaddress.ip_network(value, strict=True)
-        except ValueError as exc:
-            raise ValueError(f"{value!r} is not a network CIDR like 10.10.0.0/16 ({exc})") from exc
-        return value
+        return _cidr(value)
 
     @model_validator(mode="after")
     def _disjoint(self) -> TenantNetwork:
@@ -167,6 +203,11 @@ class Workload(_Model):
     def _pinned_image(cls, value: str) -> str:
         """A tag that names one build, or a digest: ``latest`` (written, or implied by no tag)
         moves under the workload, and a preview reviews one image while ``up`` runs another."""
+        if not IMAGE_REFERENCE.match(value):
+            raise ValueError(
+                f"image {value!r} is not an image reference: write it like busybox:1.37.0 or "
+                "registry.example.internal/team/app:1.2.3"
+            )
         reference = value.split("@", 1)[0]
         last = reference.rsplit("/", 1)[-1]
         tag = last.rsplit(":", 1)[1] if ":" in last else None

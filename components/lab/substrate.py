@@ -12,7 +12,7 @@ from components.lab import config_checks as lab_config_checks
 from components.lab import management as lab_management
 from components.lab import names as lab_names
 from components.lab import network as lab_network
-from components.lab import preflight
+from components.lab import pinned_addresses, preflight
 from components.lab import tenant as lab_tenant
 from components.lab.workers import lab_workers
 from components.metrics.deploy import MetricsStorage
@@ -66,6 +66,8 @@ class LabSubstrate:
             pulumi.log.info(line)
         for line in warnings:
             pulumi.log.warn(line)
+        # In preview too, when the kind network exists: a pin outside the pool fails here.
+        pinned_addresses.check_pinned_addresses(platform)
 
     def management_cluster(
         self, name: str, platform: PlatformConfig, component: pulumi.Resource

@@ -421,6 +421,8 @@ def main() -> None:
     # Nor is Docker asked about the host (an empty value means "no facts"; a test may set a path
     # to a `docker info` sample).
     os.environ.setdefault("GPU_PLATFORM_DOCKER_INFO", "")
+    # ... nor about the kind network (a test may set a path to `docker network inspect` output).
+    os.environ.setdefault("GPU_PLATFORM_KIND_NETWORK_INSPECT", "")
     # The lab hands the host's proxy settings to its node containers: here only a test's own.
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
         os.environ.pop(name, None)
