@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 CACHED_PULL_SECONDS = 2.0
 # The management cluster's releases whose pulls are not ahead even with caches: they start
 # with the management pre-pull, not after it.
-NOT_PULLED_AHEAD = ("*cert-manager*", "*metallb*")
+NOT_PULLED_AHEAD = ("*cert-manager*", "*metallb*", "*metrics*")
 MANAGEMENT_PREFIX = "management-"
 MANAGEMENT_PREPULL = "*kind-node-images*"
 WORKER_PREPULL = "*node-images*"
