@@ -39,7 +39,17 @@ from components.tenant_values import HAMI_NAMESPACE, TIGERA_OPERATOR_NAMESPACE
 
 # Fixed parts of every tenant, whatever its environment (gpu_tenant.py). NetworkPolicies and
 # in-tenant namespaces come from the same functions the component calls.
-TENANT_PARTS = ("namespace", "admin-kubeconfig", "provider", "calico-crds", "calico", "hami")
+# The gate between a tenant's control plane and its workers (``<tenant>-served-version``).
+SERVED_VERSION_PART = "served-version"
+TENANT_PARTS = (
+    "namespace",
+    "admin-kubeconfig",
+    SERVED_VERSION_PART,
+    "provider",
+    "calico-crds",
+    "calico",
+    "hami",
+)
 # Fixed parts of every pool (gpu_worker_pool.py).
 POOL_PARTS = ("declared-inventory",)
 

@@ -85,15 +85,23 @@ def lab_workers(site: PoolSite) -> PoolParts:
             )
         )
 
+    # Workers follow the control plane: a new version's image is pulled, and its containers
+    # replaced, only once the tenant's API serves that version (GpuTenant's served-version gate,
+    # in control_plane_ready).
+    after_control_plane = list(args.tenant.control_plane_ready)
     image = docker.RemoteImage(
         f"{name}-worker-image",
-        name=args.platform.effective_worker_image,
+        name=args.platform.worker_image_of(args.tenant_config),
         keep_locally=True,  # other pools (and the next `up`) use the same image
-        opts=site.opts(),
+        opts=site.opts(depends_on=after_control_plane),
     )
     pinned_images = lab_images.pinned()
     mirror_caches = registry_cache.caches(lab_images.registries(pinned_images))
     prepull = lab_images.prepull_images(pinned_images)
+    # One worker at a time: a container (and so its replacement on an upgrade: the drain and
+    # removal of its node by the join's delete, the new container, the join, the GPU capacity and
+    # the inventory patch) waits until the previous worker is back with its inventory.
+    previous: list[pulumi.Resource] = []
     joins: list[command.local.Command] = []
     # What each node must carry; the completer keeps it in place across restarts.
     identity = {
@@ -131,9 +139,13 @@ def lab_workers(site: PoolSite) -> PoolParts:
             envs=envs,
             **spec,
             # The lab's kind_network resolves once the kind network exists with the registry
-            # caches on it: the container starts then, while the management cluster and Kamaji
-            # come up (its join waits for the tenant's kubeconfig).
-            opts=site.opts(depends_on=[volume], delete_before_replace=True),
+            # caches on it. The container (its image) waits for the tenant's served-version gate,
+            # so that on an upgrade no worker is drained and replaced before the control plane
+            # serves the new version; on a first `up` it starts once the control plane serves.
+            # And after the previous worker of the pool (one at a time).
+            opts=site.opts(
+                depends_on=[volume, *after_control_plane, *previous], delete_before_replace=True
+            ),
         )
         # Pull through the caches, and pull the tenant's images ahead, before the join.
         node_images = command.local.Command(
@@ -170,7 +182,7 @@ def lab_workers(site: PoolSite) -> PoolParts:
             ),
         )
         joins.append(join)
-        command.local.Command(
+        capacity_patch = command.local.Command(
             f"{name}-{index}-gpu-capacity",
             create=_script("patch-gpu-capacity.sh"),
             delete=_script("unpatch-gpu-capacity.sh"),
@@ -187,7 +199,7 @@ def lab_workers(site: PoolSite) -> PoolParts:
         )
         # LAB_ONLY: simulated cards. A NodePatch (server-side apply) owns only these fields;
         # it wins over the completer, which co-owns them once it had to put one back.
-        k8s.core.v1.NodePatch(
+        inventory = k8s.core.v1.NodePatch(
             f"{name}-{index}-inventory",
             metadata={
                 "name": node,
@@ -200,6 +212,7 @@ def lab_workers(site: PoolSite) -> PoolParts:
             },
             opts=site.in_tenant(depends_on=[join]),
         )
+        previous = [inventory, capacity_patch]
     completer = _mock_allocation_completer(site, joins, identity)
     node_names = pulumi.Output.all(*[join.id for join in joins]).apply(lambda _: list(names))
     return PoolParts(node_names=node_names, completer=completer)

@@ -41,7 +41,7 @@ def cluster_api_machines(site: PoolSite) -> PoolParts:
     if machine is None:  # the config validation requires it in prod
         raise ValueError(f"pool {pool.name}: prod pools need a machine spec")
     labels = node_labels(tenant_name, pool.name, pool.resolved_cards(), lab=False)
-    version = args.platform.kubernetes_version
+    version = args.platform.version_of(args.tenant_config)
     objects = pulumi.Output.all(args.tenant.namespace, args.tenant.cluster_name).apply(
         lambda values: _capi_objects(
             name, tenant_name, pool, labels, version, str(values[0]), str(values[1])

@@ -103,3 +103,42 @@ def test_a_patch_that_does_not_exist_is_refused_before_registration() -> None:
         ConfigError, match=r"kubernetesVersion.*v1\.35\.9.*pick v1\.35\.7 or v1\.36\.0"
     ):
         parse_platform(raw)
+
+
+def test_a_version_far_below_is_refused() -> None:
+    raw = _platform("prod")
+    raw["tenants"][0]["kubernetesVersion"] = "v1.18.0"
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.kubernetesVersion.*oldest supported"):
+        parse_platform(raw)
+
+
+def test_lab_versions_need_a_kind_image() -> None:
+    raw = _platform("lab")
+    raw["tenants"][1]["kubernetesVersion"] = "v1.35.7"  # released, but kind v0.31.0 has no image
+    with pytest.raises(
+        ConfigError, match=r"tenants\[1\]\.kubernetesVersion: v1\.35\.7.*kind v0\.31\.0.*v1\.35\.0"
+    ):
+        parse_platform(raw)
+    raw["tenants"][1]["kubernetesVersion"] = "v1.34.3"
+    platform = parse_platform(raw)
+    assert platform.version_of(platform.tenants[1]) == "v1.34.3"
+    assert platform.version_of(platform.tenants[0]) == platform.kubernetes_version
+    assert platform.worker_image_of(platform.tenants[1]).startswith(
+        "kindest/node:v1.34.3@sha256:08497"
+    )
+
+
+def test_prod_takes_a_released_version_kind_has_no_image_for() -> None:
+    raw = _platform("prod")
+    raw["tenants"][1]["kubernetesVersion"] = "v1.35.7"
+    assert parse_platform(raw).tenants[1].kubernetes_version == "v1.35.7"
+
+
+def test_a_worker_image_must_match_every_tenant_it_serves() -> None:
+    raw = _platform("lab")
+    raw["tenants"][1]["kubernetesVersion"] = "v1.34.3"
+    raw["workerImage"] = "kindest/node:v1.35.0"
+    with pytest.raises(
+        ConfigError, match=r"workerImage kindest/node:v1\.35\.0 is not v1\.34\.3 \(tenants\[1\]"
+    ):
+        parse_platform(raw)
