@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "55d2d94ae410a51a4cb0edbe1c462e57fe51ffaf"
+BASELINE = "fe55f94b8122b90a40b0519bcf77d3c42d7d21dc"
 
 
 def _has_commit(commit: str) -> bool:
