@@ -196,6 +196,8 @@ def test_a_patch_upgrade_passes_the_preview() -> None:
     preview = _preview("prod", "team-llm", "v1.35.0", "v1.35.7")
     assert preview.error is None, preview.error
     assert preview.named("team-llm-h100-machines").step == "update"
+    # Pulumi.prod.yaml's machine images carry v1.35.0: the preview says the image must move too.
+    assert [line for line in preview.logs if "machine.template names Kubernetes v1.35.0" in line]
 
 
 def test_a_first_deployment_has_nothing_to_compare() -> None:

@@ -142,3 +142,15 @@ def test_a_worker_image_must_match_every_tenant_it_serves() -> None:
         ConfigError, match=r"workerImage kindest/node:v1\.35\.0 is not v1\.34\.3 \(tenants\[1\]"
     ):
         parse_platform(raw)
+
+
+def test_a_prod_machine_image_of_another_version_is_named() -> None:
+    from components.prod.machines import image_version_mismatch
+
+    template = {"image": {"url": "http://images.example/ubuntu-24.04-k8s-v1.35.0.qcow2"}}
+    assert image_version_mismatch(template, "v1.36.3") == "v1.35.0"
+    assert image_version_mismatch(template, "v1.35.0") is None
+    assert (
+        image_version_mismatch({"image": {"url": "http://images.example/u.qcow2"}}, "v1.36.3")
+        is None
+    )
