@@ -49,7 +49,7 @@ def _versions(platform: PlatformConfig) -> list[str]:
         for key, version in keyed:
             problem = kubernetes_versions.version_problem(version, allowed, what)
             if problem is not None:
-                found.append(f"{key}: {problem} (kind {KIND_RELEASE}'s node images)")
+                found.append(f"{key}: {problem}")
         return found
     tag = platform.worker_image.split("@", 1)[0].rsplit(":", 1)[-1]
     for index, tenant in enumerate(platform.tenants):
