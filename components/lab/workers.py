@@ -34,6 +34,7 @@ from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TE
 from components.resource_names import worker_node_names
 from components.scripts import read_script
 from components.substrate import NOTHING_TO_DELETE, PoolParts, PoolSite
+from components.tenant_specs import admin_kubeconfig_secret
 from components.versions import PINNED
 
 BASH = ("/bin/bash", "-c")
@@ -85,10 +86,29 @@ def lab_workers(site: PoolSite) -> PoolParts:
             )
         )
 
-    # Workers follow the control plane: a new version's image is pulled, and its containers
-    # replaced, only once the tenant's API serves that version (GpuTenant's served-version gate,
-    # in control_plane_ready).
-    after_control_plane = list(args.tenant.control_plane_ready)
+    # Workers follow the control plane: on an upgrade the pool's version gate waits (its update,
+    # scripts/worker/wait-tenant-version.sh) until the tenant's API serves the new version, and
+    # only then is the new image pulled and a container replaced. Its create does nothing, and it
+    # depends on nothing the control plane produces, so a first deployment's workers still start
+    # at once, while the management cluster and the control plane come up.
+    version = args.platform.version_of(args.tenant_config)
+    version_gate = command.local.Command(
+        f"{name}-version-gate",
+        create=NOTHING_TO_DELETE,
+        update=_script("wait-tenant-version.sh"),
+        delete=NOTHING_TO_DELETE,
+        interpreter=list(BASH),
+        environment={
+            "KIND_CLUSTER_NAME": args.platform.kind.cluster_name,
+            "TENANT_NAMESPACE": args.tenant_config.namespace,
+            "TENANT_SECRET": admin_kubeconfig_secret(tenant_name),
+            "EXPECTED_VERSION": version,
+            "SERVED_VERSION_SCRIPT": read_script("tenant", "served-version.sh"),
+        },
+        logging=command.local.Logging.STDERR,
+        opts=site.opts(),
+    )
+    after_control_plane: list[pulumi.Resource] = [version_gate]
     image = docker.RemoteImage(
         f"{name}-worker-image",
         name=args.platform.worker_image_of(args.tenant_config),
@@ -139,10 +159,9 @@ def lab_workers(site: PoolSite) -> PoolParts:
             envs=envs,
             **spec,
             # The lab's kind_network resolves once the kind network exists with the registry
-            # caches on it. The container (its image) waits for the tenant's served-version gate,
-            # so that on an upgrade no worker is drained and replaced before the control plane
-            # serves the new version; on a first `up` it starts once the control plane serves.
-            # And after the previous worker of the pool (one at a time).
+            # caches on it: the container starts then, while the management cluster and Kamaji
+            # come up (its join waits for the tenant's kubeconfig). On an upgrade it is replaced
+            # only after the pool's version gate, and after the previous worker of the pool.
             opts=site.opts(
                 depends_on=[volume, *after_control_plane, *previous], delete_before_replace=True
             ),

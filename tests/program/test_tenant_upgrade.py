@@ -96,6 +96,7 @@ def test_the_changed_set_is_what_runs_a_kubernetes_version(
     for pool in entry["workerPools"]:
         if stack == "lab":
             expected |= {f"{tenant}-{pool['name']}-worker-image"}
+            expected |= {f"{tenant}-{pool['name']}-version-gate"}
             expected |= {f"{tenant}-{pool['name']}-{i}" for i in range(pool["replicas"])}
         else:
             expected.add(f"{tenant}-{pool['name']}-machines")
@@ -107,20 +108,43 @@ def test_the_changed_set_is_what_runs_a_kubernetes_version(
 def test_every_worker_change_waits_for_the_control_plane_gate(
     upgrade: tuple[str, str, Recording],
 ) -> None:
+    """In-tenant versions (HAMi's kube-scheduler, the lab's kube-proxy) and prod's machines wait
+    for ``<tenant>-served-version``, which waits for the control plane. A lab pool waits for its
+    own ``<pool>-version-gate``: its update runs the same served-version wait (reading the
+    tenant's kubeconfig itself), its create nothing, so that a first deployment's workers are not
+    held back behind the control plane (the registry-cache bring-up)."""
     stack, tenant, preview = upgrade
+    target = UPGRADES[stack][2]
     gate = preview.named(f"{tenant}-served-version")
     assert gate.type == GATE_TYPE
     control_plane = preview.named(f"{tenant}-control-plane")
     assert control_plane.urn in preview.dependency_closure(gate)
-    waiting = [r for r in _changed(preview) if r.urn not in (gate.urn, control_plane.urn)]
+    assert gate.inputs["environment"]["EXPECTED_VERSION"] == target
+    assert "/version" in gate.inputs["create"]
+    pool_gates = {
+        r.urn: r
+        for r in preview.resources
+        if r.name.endswith("-version-gate") and _tenant_of(preview, r) == tenant
+    }
+    assert bool(pool_gates) == (stack == "lab")
+    for pool_gate in pool_gates.values():
+        assert pool_gate.step == "update"  # so its update, the wait, runs
+        assert pool_gate.inputs["environment"]["EXPECTED_VERSION"] == target
+        assert "served-version" in pool_gate.inputs["update"]
+        assert pool_gate.inputs["create"] == "true"
+        assert "served-version.sh" not in pool_gate.inputs["create"]
+    gates = {gate.urn, control_plane.urn, *pool_gates}
+    waiting = [r for r in _changed(preview) if r.urn not in gates]
     assert waiting
     for reg in waiting:
-        assert gate.urn in preview.dependency_closure(reg), (
-            f"{reg.name} does not wait for {gate.name}"
-        )
-    # And the gate reads the tenant's own API for exactly the new version.
-    assert gate.inputs["environment"]["EXPECTED_VERSION"] == UPGRADES[stack][2]
-    assert "served-version.sh" in gate.inputs["create"] or "/version" in gate.inputs["create"]
+        closure = preview.dependency_closure(reg)
+        pool = preview.component_of(reg, ":GpuWorkerPool")
+        if pool is not None and stack == "lab":
+            own = [u for u in pool_gates if pool_gates[u].parent == pool.urn]
+            assert own, f"{pool.name} has no version gate"
+            assert own[0] in closure, f"{reg.name} does not wait for its pool's version gate"
+        else:
+            assert gate.urn in closure, f"{reg.name} does not wait for {gate.name}"
 
 
 def test_lab_workers_are_replaced_one_at_a_time() -> None:
@@ -182,14 +206,16 @@ def test_a_skew_the_policy_forbids_fails_the_preview(
     assert f"tenants[{index}].kubernetesVersion: {after}" in preview.error
     for word in words:
         assert word in preview.error
-    # The workers are never reached: their registrations wait for the gate's checked version.
-    workers = (
-        "docker:index/container:Container",
-        "kubernetes:cluster.x-k8s.io/v1beta2:MachineDeployment",
-    )
-    assert not [
-        r.name for r in preview.resources if r.type in workers and _tenant_of(preview, r) == tenant
-    ]
+    # A failed preview applies nothing. In prod the machines are not even registered: they
+    # wait for the gate, whose version is the checked one. (A lab pool's version gate does not
+    # wait for the check; the preview fails all the same.)
+    if stack == "prod":
+        machines = "kubernetes:cluster.x-k8s.io/v1beta2:MachineDeployment"
+        assert not [
+            r.name
+            for r in preview.resources
+            if r.type == machines and _tenant_of(preview, r) == tenant
+        ]
 
 
 def test_a_patch_upgrade_passes_the_preview() -> None:

@@ -70,3 +70,51 @@ def test_needs_the_expected_version(tmp_path: Path) -> None:
     done = _run(tmp_path, ["v1.35.0"], EXPECTED_VERSION="")
     assert done.returncode != 0
     assert "EXPECTED_VERSION is required" in done.stderr
+
+
+# The pool's version gate (lab): it reads the tenant's super-admin kubeconfig from Kamaji's Secret
+# in the kind management cluster, then runs the served-version wait with it.
+KIND = """#!/usr/bin/env bash
+[[ "$1 $2" == "get kubeconfig" ]] && echo "apiVersion: v1 # management"
+"""
+KUBECTL_BOTH = """#!/usr/bin/env bash
+echo "kubectl $*" >>"$STUB_DIR/calls"
+if [[ " $* " == *" get secret "* ]]; then
+  printf 'apiVersion: v1 # tenant super-admin' | base64
+  exit 0
+fi
+printf '{"gitVersion":"%s"}\\n' "$(cat "$STUB_DIR/served")"
+"""
+
+
+def test_the_pool_gate_reads_the_tenant_kubeconfig_and_waits(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    for name, body in {"kind": KIND, "kubectl": KUBECTL_BOTH}.items():
+        stub = tmp_path / "bin" / name
+        stub.write_text(body)
+        stub.chmod(0o755)
+    (tmp_path / "served").write_text("v1.35.0")
+    done = subprocess.run(
+        ["bash", str(SCRIPTS_ROOT / "worker" / "wait-tenant-version.sh")],
+        env={
+            "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+            "STUB_DIR": str(tmp_path),
+            "KIND_CLUSTER_NAME": "gpu-lab",
+            "TENANT_NAMESPACE": "tenant-b",
+            "TENANT_SECRET": "tenant-b-admin-kubeconfig",
+            "EXPECTED_VERSION": "v1.35.0",
+            "SERVED_VERSION_SCRIPT": (SCRIPTS_ROOT / "tenant" / "served-version.sh").read_text(),
+            "SERVED_READS": "2",
+            "WAIT_POLL_SECONDS": "0",
+            "WAIT_TIMEOUT_SECONDS": "5",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "v1.35.0"
+    calls = (tmp_path / "calls").read_text()
+    assert "--namespace tenant-b get secret tenant-b-admin-kubeconfig" in calls
+    assert "super-admin" not in done.stdout + done.stderr
