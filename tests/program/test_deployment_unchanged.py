@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "fe55f94b8122b90a40b0519bcf77d3c42d7d21dc"
+BASELINE = "b4dfb661b8272a4a46ccab9fd1a674ae5004d329"
 
 
 def _has_commit(commit: str) -> bool:
