@@ -52,7 +52,7 @@ def build_tenant(
             name: pulumi.Output.all(nodes=pool.node_names, inventory=pool.inventory)
             for name, pool in pools.items()
         },
-    ).apply(lambda values: {**values, "version": platform.kubernetes_version})
+    ).apply(lambda values: {**values, "version": platform.version_of(tenant_config)})
     return tenant, summary
 
 

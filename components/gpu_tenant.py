@@ -44,6 +44,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_command import local
 
 from components import resource_names
 from components.admission_policies import (
@@ -53,12 +54,22 @@ from components.admission_policies import (
     rule_definitions,
 )
 from components.config import PlatformConfig, Tenant
+from components.kubernetes_versions import upgrade_problem
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, IDENTITY_READ_SUFFIX
 from components.management_cluster import ManagementCluster
 from components.metrics import deploy as metrics
 from components.metrics.objects import tenant_api_server
 from components.metrics.scrape import HAMI_SOURCES
-from components.substrate import Declared, InsideTenant, Substrate, TenantSite
+from components.name_plan import SERVED_VERSION_PART
+from components.scripts import read_script
+from components.substrate import (
+    BASH,
+    NOTHING_TO_DELETE,
+    Declared,
+    InsideTenant,
+    Substrate,
+    TenantSite,
+)
 from components.tenant_specs import (
     API_SERVER_PORT,
     kubeconfig_server,
@@ -130,6 +141,9 @@ class _LiveObject(pulumi.CustomResource):
     ``kubernetes:<apiVersion>:<kind>``, so the provider's Read is the same."""
 
     metadata: pulumi.Output[Any]
+    # Only when read with ``fields=("spec", "status")`` (the control plane's version).
+    spec: pulumi.Output[Any]
+    status: pulumi.Output[Any]
 
     def __init__(
         self,
@@ -138,11 +152,12 @@ class _LiveObject(pulumi.CustomResource):
         kind: str,
         resource_id: pulumi.Input[str],
         opts: pulumi.ResourceOptions,
+        fields: Sequence[str] = (),
     ) -> None:
         super().__init__(
             f"kubernetes:{api_version}:{kind}",
             resource_name,
-            {"apiVersion": api_version, "kind": kind, "metadata": None},
+            {"apiVersion": api_version, "kind": kind, "metadata": None, **dict.fromkeys(fields)},
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(id=resource_id)),
         )
 
@@ -168,6 +183,8 @@ class GpuTenant(pulumi.ComponentResource):
     # Additional interface: what must exist before workers can join (the control plane and
     # the read of its kubeconfig), and where HAMi runs inside the tenant.
     control_plane_ready: list[pulumi.Resource]
+    # The gate that passes once the tenant's API serves the tenant's version.
+    served_version: local.Command
     hami_namespace: str
     # Deleting this (lab: the TenantControlPlane; prod: the Cluster) deletes everything inside the
     # tenant, so objects in the tenant are not deleted one by one on destroy.
@@ -219,7 +236,15 @@ class GpuTenant(pulumi.ComponentResource):
         self._site = dataclasses.replace(self._site, address=parts.address)
         # Tied to the registration (known in preview, unlike the ID).
         self.control_plane_name = control_plane.urn.apply(lambda _: args.tenant.name)
-        self.control_plane_ready = [control_plane, kubeconfig_read]
+        # Workers follow the control plane: each of their changes waits for the tenant's API
+        # to serve the tenant's version (``_served_version_gate``).
+        self._live_control_plane: _LiveObject | None = None
+        identifiers = [
+            self._object_identity(declared, control_plane=declared.resource is control_plane)
+            for declared in identity
+        ]
+        self.served_version = self._served_version_gate(control_plane, kubeconfig_read)
+        self.control_plane_ready = [control_plane, kubeconfig_read, self.served_version]
 
         # Replaced (and with it everything inside the tenant) exactly when the control plane is
         # recreated, not when its kubeconfig's certificates rotate: a new control plane is an
@@ -231,12 +256,14 @@ class GpuTenant(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{name}-provider",
             kubeconfig=self._provider_kubeconfig,
-            cluster_identifier=pulumi.Output.all(
-                *[self._object_identity(declared) for declared in identity]
-            ).apply(lambda uids: tenant_cluster_identifier(args.tenant.name, uids)),
+            cluster_identifier=pulumi.Output.all(*identifiers).apply(
+                lambda uids: tenant_cluster_identifier(args.tenant.name, uids)
+            ),
             # A lab torn down by hand (kind cluster deleted) must still be destroyable.
             delete_unreachable=args.substrate.tenant_provider_deletes_unreachable,
-            opts=pulumi.ResourceOptions(parent=self),
+            # Nothing inside the tenant (HAMi's kube-scheduler, the lab's kube-proxy) moves to a
+            # new version before the API server serves it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.served_version]),
         )
         self.endpoint = (
             pulumi.Output.concat("https://", self._address, f":{API_SERVER_PORT}")
@@ -261,7 +288,7 @@ class GpuTenant(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------------- options
 
-    def _object_identity(self, declared: Declared) -> pulumi.Output[str]:
+    def _object_identity(self, declared: Declared, control_plane: bool) -> pulumi.Output[str]:
         """What identifies one incarnation of a control-plane object: the uid of the live
         object, read back by its ID (``<resource name>-identity``), never the ID itself.
 
@@ -280,9 +307,72 @@ class GpuTenant(pulumi.ComponentResource):
             declared.kind,
             declared.resource.id,
             self._site.on_management(depends_on=[declared.resource]),
+            fields=("spec", "status") if control_plane else (),
         )
+        if control_plane:
+            self._live_control_plane = live
         what = f"{declared.kind} {declared.resource_name}"
         return live.metadata.apply(lambda meta: _live_uid(meta, what))
+
+    def _served_version_gate(
+        self, control_plane: pulumi.Resource, kubeconfig_read: pulumi.Resource
+    ) -> local.Command:
+        """The gate between the control plane and everything that runs a Kubernetes version
+        inside the tenant (workers, HAMi's kube-scheduler, the lab's kube-proxy): it passes once
+        the tenant's own API serves the tenant's version (``scripts/tenant/served-version.sh``),
+        and re-runs when that version changes.
+
+        Its version is checked against the one the control plane runs now, read from the live
+        control-plane object (its identity read, ``_object_identity``): in a preview of an
+        update that read returns the deployed object, so a downgrade or a jump of more than one
+        minor fails the preview, naming the allowed next versions
+        (``components.kubernetes_versions.upgrade_problem``). On a first deployment the read is
+        skipped (no ID yet) and there is nothing to check; in ``up`` it follows the control
+        plane's update and sees the new version, so the check is the preview's."""
+        platform, tenant, substrate = self._platform, self._tenant, self._substrate
+        wanted = platform.version_of(tenant)
+        index = [t.name for t in platform.tenants].index(tenant.name)
+        key = f"tenants[{index}].kubernetesVersion"
+        live = self._live_control_plane
+
+        def checked(parts: list[Any]) -> str:
+            previous = substrate.running_control_plane_version(parts[0], parts[1])
+            if previous is not None and previous != wanted:
+                problem = upgrade_problem(previous, wanted, substrate.tenant_kubernetes_versions())
+                if problem is not None:
+                    # A RunError that is not a ValueError: the SDK passes it through its input
+                    # serialization unwrapped (it wraps only ValueError and AssertionError,
+                    # the pinned pulumi 3.272.0 pulumi/runtime/rpc.py:233-242), so the CLI prints
+                    # this one line.
+                    raise pulumi.RunError(f"{key}: {problem}")
+                pulumi.log.info(
+                    f"tenant {tenant.name}: control plane {previous} -> {wanted}; its workers "
+                    "follow once the tenant API serves it",
+                    resource=self,
+                )
+            return wanted
+
+        expected: pulumi.Output[str] = (
+            pulumi.Output.all(live.spec, live.status).apply(checked)
+            if live is not None
+            else pulumi.Output.from_input(wanted)
+        )
+        environment: pulumi.Output[dict[str, str]] = pulumi.Output.all(
+            expected, self._provider_kubeconfig
+        ).apply(lambda values: {"EXPECTED_VERSION": values[0], "TENANT_KUBECONFIG": values[1]})
+        return local.Command(
+            f"{self._name}-{SERVED_VERSION_PART}",
+            create=read_script("tenant", "served-version.sh"),
+            delete=NOTHING_TO_DELETE,
+            interpreter=list(BASH),
+            environment=environment,  # secret: it carries the (secret) kubeconfig
+            logging=local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[control_plane, kubeconfig_read],
+                additional_secret_outputs=["stdout", "stderr"],
+            ),
+        )
 
     def _in_tenant(self, **kwargs: Any) -> pulumi.ResourceOptions:
         """Options of every object inside the tenant: its own provider, and no separate delete
@@ -385,7 +475,7 @@ class GpuTenant(pulumi.ComponentResource):
             PINNED.hami,
             HAMI_NAMESPACE,
             hami_values(
-                kubernetes_version=platform.kubernetes_version,
+                kubernetes_version=platform.version_of(tenant),
                 hami=platform.hami,
                 modes=modes,
                 excluded_namespaces=excluded,

@@ -41,9 +41,12 @@ from components.tenant_values import HAMI_NAMESPACE, TIGERA_OPERATOR_NAMESPACE
 
 # Fixed parts of every tenant, whatever its environment (gpu_tenant.py). NetworkPolicies and
 # in-tenant namespaces come from the same functions the component calls.
+# The gate between a tenant's control plane and its workers (``<tenant>-served-version``).
+SERVED_VERSION_PART = "served-version"
 TENANT_PARTS = (
     "namespace",
     "admin-kubeconfig",
+    SERVED_VERSION_PART,
     "provider",
     "calico-crds",
     "calico",

@@ -523,6 +523,16 @@ class Substrate(Protocol):
         """The tenant's hosted control plane and the read of its kubeconfig."""
         ...
 
+    def tenant_kubernetes_versions(self) -> Sequence[str]:
+        """Every Kubernetes version a tenant may run here, oldest first (lab: those kind's pinned
+        release has node images for; prod: every released patch Kamaji accepts)."""
+        ...
+
+    def running_control_plane_version(self, spec: Any, status: Any) -> str | None:
+        """The version the live control-plane object (``ControlPlaneParts.control_plane``, as
+        read back: its ``spec`` and ``status``) runs now, or None when it has none yet."""
+        ...
+
     def before_hami(self, inside: InsideTenant, calico: pulumi.Resource) -> list[pulumi.Resource]:
         """What the environment adds inside a tenant before HAMi, which waits for it."""
         ...

@@ -15,11 +15,19 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 
-# The kind release the lab is built and tested with, and its node images by digest (kind's
-# pkg/apis/config/defaults/image.go at that tag, and its release notes).
+# The kind release the lab is built and tested with, and every node image it published, by
+# digest: "Images pre-built for this release" in kind v0.31.0's release notes (the default,
+# v1.35.0, is also pkg/apis/config/defaults/image.go:21 at that tag). Lab tenants run one of
+# these versions (components.kubernetes_versions.kind_versions).
 KIND_RELEASE = "v0.31.0"
 KIND_NODE_DIGESTS: Mapping[str, str] = MappingProxyType(
-    {"v1.35.0": "sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"}
+    {
+        "v1.35.0": "sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f",
+        "v1.34.3": "sha256:08497ee19eace7b4b5348db5c6a1591d7752b164530a36f855cb0f2bdcbadd48",
+        "v1.33.7": "sha256:d26ef333bdb2cbe9862a0f7c3803ecc7b4303d8cea8e814b481b09949d353040",
+        "v1.32.11": "sha256:5fc52d52a7b9574015299724bd68f183702956aa4a2116ae75a63cb574b35af8",
+        "v1.31.14": "sha256:6f86cf509dbb42767b6e79debc3f2c32e4ee01386f0489b3b2be24b0a55aac2b",
+    }
 )
 
 
@@ -90,7 +98,9 @@ class PinnedVersions:
     # (Kamaji's defaulting webhook rebuilds podCidrs from podCidr).
     kamaji_control_plane_provider: str = "v0.20.0"
     metal3_provider: str = "v1.13.2"
-    # The highest tenant Kubernetes version the pinned Kamaji accepts.
+    # The highest tenant Kubernetes minor the pinned Kamaji accepts: its kubeadm's,
+    # KubeadmVersion = "v1.36.0" (clastix/kamaji 26.8.2-edge internal/upgrade/kubeadm_version.go:7,
+    # enforced by internal/webhook/handlers/tcp_version.go:34-41,81-88).
     kamaji_max_tenant_minor: int = 36
     # The metrics stack (docs/metrics.md): Prometheus (central server and per-tenant agents; the
     # v3.5 long-term-support line) and Grafana, pinned by tag (no digest could be read offline).

@@ -14,7 +14,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from components.versions import PINNED
+from components import kubernetes_versions
 
 CONFIG_KEY = "platform"
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -126,15 +126,15 @@ def _dns1123(value: str, what: str) -> str:
 
 
 def _kubernetes_version(value: str) -> str:
-    match = KUBERNETES_VERSION.match(value)
-    if not match:
+    """A Kubernetes release the platform can run: one Kamaji accepts, published for HAMi's
+    kube-scheduler (``components.kubernetes_versions``; the lab also needs a kind image)."""
+    if not KUBERNETES_VERSION.match(value):
         raise ValueError(f"{value!r} is not a Kubernetes version: write it like v1.35.0")
-    if int(match.group(1)) > PINNED.kamaji_max_tenant_minor:
-        raise ValueError(
-            f"{value} is above what Kamaji {PINNED.kamaji_image_tag} accepts "
-            f"(v1.{PINNED.kamaji_max_tenant_minor}): pick v1.{PINNED.kamaji_max_tenant_minor}.x "
-            "or lower"
-        )
+    problem = kubernetes_versions.version_problem(
+        value, kubernetes_versions.released_versions(), "a released Kubernetes patch"
+    )
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

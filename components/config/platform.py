@@ -147,7 +147,8 @@ class PlatformConfig(_Model):
         description="lab: kind + simulated GPUs on one host; prod: existing cluster + Cluster API"
     )
     kubernetes_version: str = Field(
-        description="drives tenant control planes, worker images and HAMi's kube-scheduler"
+        description="every tenant's version unless it sets its own (tenants[].kubernetesVersion): "
+        "control plane, worker image and HAMi's kube-scheduler"
     )
     worker_image: str | None = Field(
         default=None,
@@ -191,10 +192,13 @@ class PlatformConfig(_Model):
             if tenant.management_namespace.existing
         ]
 
-    @property
-    def effective_worker_image(self) -> str:
-        """The kindest/node image every lab worker runs: always the tenant version."""
-        return self.worker_image or kind_node_image(self.kubernetes_version)
+    def version_of(self, tenant: Tenant) -> str:
+        """The Kubernetes version ``tenant`` runs: its own, else the platform's."""
+        return tenant.kubernetes_version or self.kubernetes_version
+
+    def worker_image_of(self, tenant: Tenant) -> str:
+        """The kindest/node image ``tenant``'s lab workers run: always the tenant version."""
+        return self.worker_image or kind_node_image(self.version_of(tenant))
 
     @property
     def kind(self) -> KindManagement:

@@ -20,6 +20,7 @@ from components.config.base import (
     SYSTEM_NAMESPACES,
     _cidr,
     _dns1123,
+    _kubernetes_version,
     _Model,
 )
 from components.config.datastores import DataStoreBinding
@@ -289,6 +290,12 @@ class Tenant(_Model):
     """One team: its hosted control plane, datastore binding, network, quotas and GPU pools."""
 
     name: str = Field(description="DNS-1123 label; names the TCP, namespace and resources")
+    kubernetes_version: str | None = Field(
+        default=None,
+        description="this tenant's control plane, workers and HAMi kube-scheduler (default: the "
+        "platform's kubernetesVersion); a change upgrades the control plane first, then the "
+        "workers (docs/configuration.md, Tenant versions and upgrades)",
+    )
     data_store: DataStoreBinding = Field(description="where its control-plane state lives")
     network: TenantNetwork = Field(description="disjoint from every other tenant")
     control_plane: ControlPlane = Field(
@@ -317,6 +324,11 @@ class Tenant(_Model):
     @classmethod
     def _name(cls, value: str) -> str:
         return _dns1123(value, "tenant name")
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        return value if value is None else _kubernetes_version(value)
 
     @property
     def namespace(self) -> str:

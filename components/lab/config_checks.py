@@ -6,9 +6,11 @@ stack has, so one error lists every problem. Each line names the key and the fix
 
 from __future__ import annotations
 
+from components import kubernetes_versions
 from components.config import PlatformConfig
 from components.lab.mock_device_plugin import MAX_NODE_MEMORY_MIB
 from components.lab.network import pinned_address_problems, pool_size_problem
+from components.versions import KIND_RELEASE
 
 
 def problems(platform: PlatformConfig) -> list[str]:
@@ -16,7 +18,7 @@ def problems(platform: PlatformConfig) -> list[str]:
     if found:  # the checks below read management.kind
         return found
     return [
-        *_worker_image(platform),
+        *_versions(platform),
         *_pools(platform),
         *_management_namespaces(platform),
         *_gpu_driver(platform),
@@ -30,17 +32,35 @@ def _management(platform: PlatformConfig) -> list[str]:
     return []
 
 
-def _worker_image(platform: PlatformConfig) -> list[str]:
+def _versions(platform: PlatformConfig) -> list[str]:
+    """Lab workers are kindest/node containers: every tenant version needs a node image of the
+    pinned kind release (``components.kubernetes_versions.kind_versions``), and a workerImage
+    must be of the version of every tenant it serves (a kubelet newer than its API server, or
+    another minor, breaks the version-skew policy)."""
+    allowed = kubernetes_versions.kind_versions()
+    what = f"a version kind {KIND_RELEASE} publishes a node image for"
+    found: list[str] = []
+    keyed = [("kubernetesVersion", platform.kubernetes_version)] + [
+        (f"tenants[{index}].kubernetesVersion", tenant.kubernetes_version)
+        for index, tenant in enumerate(platform.tenants)
+        if tenant.kubernetes_version is not None
+    ]
     if platform.worker_image is None:
-        return []
+        for key, version in keyed:
+            problem = kubernetes_versions.version_problem(version, allowed, what)
+            if problem is not None:
+                found.append(f"{key}: {problem}")
+        return found
     tag = platform.worker_image.split("@", 1)[0].rsplit(":", 1)[-1]
-    if tag != platform.kubernetes_version:
-        return [
-            f"workerImage {platform.worker_image} is not {platform.kubernetes_version}: workers "
-            f"must run the tenant version (kindest/node:{platform.kubernetes_version}), or drop "
-            "the key"
-        ]
-    return []
+    for index, tenant in enumerate(platform.tenants):
+        version = platform.version_of(tenant)
+        if tag != version:
+            found.append(
+                f"workerImage {platform.worker_image} is not {version} (tenants[{index}] "
+                f"{tenant.name}): workers must run the tenant version "
+                f"(kindest/node:{version}), or drop the key"
+            )
+    return found
 
 
 def _pools(platform: PlatformConfig) -> list[str]:

@@ -24,6 +24,7 @@ TENANT_PARTS = (
 )
 # A pool's image and completer, and each worker ``<pool>-<i>`` (components/lab/workers.py).
 POOL_PARTS = (
+    "version-gate",
     "worker-image",
     "completer-namespace",
     "completer-account",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
+from components import kubernetes_versions
 from components.config import PlatformConfig, Tenant, WorkerPool
 from components.lab import config_checks as lab_config_checks
 from components.lab import management as lab_management
@@ -107,6 +109,12 @@ class LabSubstrate:
         self, site: TenantSite, namespace: pulumi.Resource, policies: Sequence[pulumi.Resource]
     ) -> ControlPlaneParts:
         return lab_tenant.lab_control_plane(site, namespace, policies)
+
+    def tenant_kubernetes_versions(self) -> Sequence[str]:
+        return kubernetes_versions.kind_versions()
+
+    def running_control_plane_version(self, spec: Any, status: Any) -> str | None:
+        return lab_tenant.running_version(spec, status)
 
     def before_hami(self, inside: InsideTenant, calico: pulumi.Resource) -> list[pulumi.Resource]:
         # HAMi's certificate hook Job and scheduler reach the API through its ClusterIP.

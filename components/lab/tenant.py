@@ -5,6 +5,7 @@ build their manifests)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -46,7 +47,7 @@ def lab_control_plane(
     manifest = tenant_control_plane(
         tenant,
         namespace=site.namespace,
-        kubernetes_version=site.platform.kubernetes_version,
+        kubernetes_version=site.platform.version_of(tenant),
         address=site.address,
         address_pool=site.management.tenant_address_pool,
     )
@@ -81,6 +82,21 @@ def lab_control_plane(
     )
 
 
+def running_version(spec: Any, status: Any) -> str | None:
+    """The version a live TenantControlPlane runs: ``status.kubernetesResources.version.version``,
+    which Kamaji sets to the spec's once the control plane's Deployment is ready
+    (clastix/kamaji 26.8.2-edge internal/resources/k8s_deployment_resource.go:104-109), else —
+    a control plane that never became ready — its ``spec.kubernetes.version``."""
+    running = _at(status, "kubernetesResources", "version", "version")
+    return running or _at(spec, "kubernetes", "version")
+
+
+def _at(value: Any, *path: str) -> str | None:
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 def _assigned_address(kubeconfig: KubeconfigRead) -> pulumi.Output[str]:
     """The address MetalLB gave an unpinned control plane, read back from the kubeconfig Kamaji
     wrote once it was ready: its server is ``status.controlPlaneEndpoint``, the Service's
@@ -102,7 +118,7 @@ def lab_kube_proxy(inside: InsideTenant) -> k8s.apps.v1.DaemonSet:
             "LoadBalancer address (controlPlane.address or the one MetalLB assigned)"
         )
     objects = kube_proxy_objects.manifests(
-        inside.site.platform.kubernetes_version, inside.site.labels
+        inside.site.platform.version_of(inside.site.tenant), inside.site.labels
     )
     name = f"{inside.site.name}-kube-proxy"
     account = typed_object(f"{name}-account", objects["serviceAccount"], inside.opts())

@@ -34,6 +34,7 @@ from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TE
 from components.resource_names import worker_node_names
 from components.scripts import read_script
 from components.substrate import NOTHING_TO_DELETE, PoolParts, PoolSite
+from components.tenant_specs import admin_kubeconfig_secret
 from components.versions import PINNED
 
 BASH = ("/bin/bash", "-c")
@@ -85,15 +86,42 @@ def lab_workers(site: PoolSite) -> PoolParts:
             )
         )
 
+    # Workers follow the control plane: on an upgrade the pool's version gate waits (its update,
+    # scripts/worker/wait-tenant-version.sh) until the tenant's API serves the new version, and
+    # only then is the new image pulled and a container replaced. Its create does nothing, and it
+    # depends on nothing the control plane produces, so a first deployment's workers still start
+    # at once, while the management cluster and the control plane come up.
+    version = args.platform.version_of(args.tenant_config)
+    version_gate = command.local.Command(
+        f"{name}-version-gate",
+        create=NOTHING_TO_DELETE,
+        update=_script("wait-tenant-version.sh"),
+        delete=NOTHING_TO_DELETE,
+        interpreter=list(BASH),
+        environment={
+            "KIND_CLUSTER_NAME": args.platform.kind.cluster_name,
+            "TENANT_NAMESPACE": args.tenant_config.namespace,
+            "TENANT_SECRET": admin_kubeconfig_secret(tenant_name),
+            "EXPECTED_VERSION": version,
+            "SERVED_VERSION_SCRIPT": read_script("tenant", "served-version.sh"),
+        },
+        logging=command.local.Logging.STDERR,
+        opts=site.opts(),
+    )
+    after_control_plane: list[pulumi.Resource] = [version_gate]
     image = docker.RemoteImage(
         f"{name}-worker-image",
-        name=args.platform.effective_worker_image,
+        name=args.platform.worker_image_of(args.tenant_config),
         keep_locally=True,  # other pools (and the next `up`) use the same image
-        opts=site.opts(),
+        opts=site.opts(depends_on=after_control_plane),
     )
     pinned_images = lab_images.pinned()
     mirror_caches = registry_cache.caches(lab_images.registries(pinned_images))
     prepull = lab_images.prepull_images(pinned_images)
+    # One worker at a time: a container (and so its replacement on an upgrade: the drain and
+    # removal of its node by the join's delete, the new container, the join, the GPU capacity and
+    # the inventory patch) waits until the previous worker is back with its inventory.
+    previous: list[pulumi.Resource] = []
     joins: list[command.local.Command] = []
     # What each node must carry; the completer keeps it in place across restarts.
     identity = {
@@ -132,8 +160,11 @@ def lab_workers(site: PoolSite) -> PoolParts:
             **spec,
             # The lab's kind_network resolves once the kind network exists with the registry
             # caches on it: the container starts then, while the management cluster and Kamaji
-            # come up (its join waits for the tenant's kubeconfig).
-            opts=site.opts(depends_on=[volume], delete_before_replace=True),
+            # come up (its join waits for the tenant's kubeconfig). On an upgrade it is replaced
+            # only after the pool's version gate, and after the previous worker of the pool.
+            opts=site.opts(
+                depends_on=[volume, *after_control_plane, *previous], delete_before_replace=True
+            ),
         )
         # Pull through the caches, and pull the tenant's images ahead, before the join.
         node_images = command.local.Command(
@@ -170,7 +201,7 @@ def lab_workers(site: PoolSite) -> PoolParts:
             ),
         )
         joins.append(join)
-        command.local.Command(
+        capacity_patch = command.local.Command(
             f"{name}-{index}-gpu-capacity",
             create=_script("patch-gpu-capacity.sh"),
             delete=_script("unpatch-gpu-capacity.sh"),
@@ -187,7 +218,7 @@ def lab_workers(site: PoolSite) -> PoolParts:
         )
         # LAB_ONLY: simulated cards. A NodePatch (server-side apply) owns only these fields;
         # it wins over the completer, which co-owns them once it had to put one back.
-        k8s.core.v1.NodePatch(
+        inventory = k8s.core.v1.NodePatch(
             f"{name}-{index}-inventory",
             metadata={
                 "name": node,
@@ -200,6 +231,7 @@ def lab_workers(site: PoolSite) -> PoolParts:
             },
             opts=site.in_tenant(depends_on=[join]),
         )
+        previous = [inventory, capacity_patch]
     completer = _mock_allocation_completer(site, joins, identity)
     node_names = pulumi.Output.all(*[join.id for join in joins]).apply(lambda _: list(names))
     return PoolParts(node_names=node_names, completer=completer)

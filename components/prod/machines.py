@@ -8,6 +8,8 @@ registers them.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pulumi
@@ -41,7 +43,15 @@ def cluster_api_machines(site: PoolSite) -> PoolParts:
     if machine is None:  # the config validation requires it in prod
         raise ValueError(f"pool {pool.name}: prod pools need a machine spec")
     labels = node_labels(tenant_name, pool.name, pool.resolved_cards(), lab=False)
-    version = args.platform.kubernetes_version
+    version = args.platform.version_of(args.tenant_config)
+    stale = image_version_mismatch(machine.template, version)
+    if stale is not None:
+        pulumi.log.warn(
+            f"pool {pool.name}: machine.template names Kubernetes {stale} but the tenant runs "
+            f"{version}: Cluster API installs nothing, the machine image brings the kubelet "
+            "and kubeadm; give the template an image of the tenant version",
+            resource=site.component,
+        )
     objects = pulumi.Output.all(args.tenant.namespace, args.tenant.cluster_name).apply(
         lambda values: _capi_objects(
             name, tenant_name, pool, labels, version, str(values[0]), str(values[1])
@@ -85,6 +95,18 @@ def cluster_api_machines(site: PoolSite) -> PoolParts:
     if machine.health_check.enabled:
         custom_resource(f"{name}-health-check", "healthCheck", depends_on=[machine_deployment])
     return PoolParts(node_names=pulumi.Output.from_input([]), machine_deployment=machine_deployment)
+
+
+_IMAGE_VERSION = re.compile(r"v1\.\d+\.\d+")
+
+
+def image_version_mismatch(template: Any, version: str) -> str | None:
+    """A Kubernetes version written into the machine template (an image URL such as
+    ``ubuntu-24.04-k8s-v1.35.0.qcow2``) that is not ``version``, else None: the Metal3 image
+    is the user's and carries the kubelet, so after a tenant upgrade it must change too."""
+    found = set(_IMAGE_VERSION.findall(json.dumps(template)))
+    found.discard(version)
+    return min(found) if found else None
 
 
 def _capi_static(key: str, provider: str) -> tuple[str, str]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
+from components import kubernetes_versions
 from components.config import PlatformConfig, Tenant, WorkerPool
 from components.metrics.deploy import MetricsStorage
 from components.metrics.objects import PROMETHEUS_CLAIM, prometheus_claim
@@ -98,6 +100,12 @@ class ProdSubstrate:
         self, site: TenantSite, namespace: pulumi.Resource, policies: Sequence[pulumi.Resource]
     ) -> ControlPlaneParts:
         return prod_tenant.cluster_api_control_plane(site, namespace, policies)
+
+    def tenant_kubernetes_versions(self) -> Sequence[str]:
+        return kubernetes_versions.released_versions()
+
+    def running_control_plane_version(self, spec: Any, status: Any) -> str | None:
+        return prod_tenant.running_version(spec, status)
 
     def before_hami(self, inside: InsideTenant, calico: pulumi.Resource) -> list[pulumi.Resource]:
         return [prod_tenant.gpu_operator(inside, calico)]

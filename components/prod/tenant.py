@@ -92,7 +92,7 @@ def cluster_api_control_plane(
         kamaji_control_plane(
             tenant,
             namespace=site.namespace,
-            kubernetes_version=site.platform.kubernetes_version,
+            kubernetes_version=site.platform.version_of(tenant),
             address=site.address,
         ),
         site.on_management(
@@ -128,6 +128,21 @@ def cluster_api_control_plane(
         kubeconfig=kubeconfig,
         address=site.address,
     )
+
+
+def running_version(spec: Any, status: Any) -> str | None:
+    """The version a live KamajiControlPlane runs: ``status.version``, the provider's copy of its
+    TenantControlPlane's running version (provider v0.20.0
+    controllers/kamajicontrolplane_controller.go:301; Kamaji sets that once the Deployment is
+    ready), else its ``spec.version`` (copied into the TenantControlPlane with a ``v`` prefix,
+    controllers/kamajicontrolplane_controller_tcp.go:82-87)."""
+    for value in (
+        status.get("version") if isinstance(status, dict) else None,
+        spec.get("version") if isinstance(spec, dict) else None,
+    ):
+        if isinstance(value, str) and value:
+            return value if value.startswith("v") else f"v{value}"
+    return None
 
 
 def _dedicated_datastore(

@@ -62,6 +62,8 @@ REQUIRED_PASSED = (
 # The runtime-isolation tests need real NVIDIA GPUs: on the lab's mock devices they must skip,
 # never pass (tests/acceptance/gpu_plan.py).
 REAL_GPU_ONLY = GPU_TEST_IDS
+# Opt-in drills change the deployed stack for good (TC-19 upgrades a tenant): not run here.
+OPT_IN_DRILLS = ("TC-19",)
 
 
 def missing_requirements(
@@ -200,6 +202,9 @@ def test_lab_up_acceptance_destroy(tmp_path: Path) -> None:
         not_skipped = {tc: verdicts.get(tc, "missing") for tc in REAL_GPU_ONLY}
         not_skipped = {tc: v for tc, v in not_skipped.items() if v != "skipped"}
         assert not not_skipped, f"real-GPU tests did not skip on mock GPUs: {not_skipped}"
+        drills = {tc: verdicts.get(tc, "missing") for tc in OPT_IN_DRILLS}
+        drills = {tc: v for tc, v in drills.items() if v != "skipped"}
+        assert not drills, f"opt-in drills ran without being asked to: {drills}"
     finally:
         try:
             stack.destroy(on_output=log, color="never", show_secrets=False, suppress_outputs=True)

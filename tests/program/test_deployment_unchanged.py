@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "cf6f690ff96b9e58a0440b613bc3ccf7601baaab"
+BASELINE = "977c73be56d1935f5d39d1556c794d2432f3e3f8"
 
 
 def _has_commit(commit: str) -> bool:

@@ -34,6 +34,7 @@ SECRET_TYPE = "kubernetes:core/v1:Secret"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 POOL_TYPE = "kubernetes:metallb.io/v1beta1:IPAddressPool"
 TCP_TYPE = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+KCP_TYPE = "kubernetes:controlplane.cluster.x-k8s.io/v1alpha2:KamajiControlPlane"
 FAKE_SERVER = "https://{tenant}.tenant.invalid:6443"
 POOL_ANNOTATION = "metallb.io/address-pool"
 
@@ -123,14 +124,28 @@ def fake_outputs(args: MockResourceArgs, preview: bool) -> dict[str, Any] | None
             list((args.inputs.get("spec") or {}).get("addresses") or [])
         )
         return None
+    if args.typ == KCP_TYPE and not preview:
+        # A ready KamajiControlPlane runs its spec's version (provider v0.20.0
+        # controllers/kamajicontrolplane_controller.go:301 copies its TCP's running version).
+        version = (args.inputs.get("spec") or {}).get("version")
+        return {"status": {"version": version}} if version else None
     if args.typ == TCP_TYPE:
         metadata = args.inputs.get("metadata") or {}
         address = None if preview else _control_plane_address(args)
         if address is None:
             return None
         _ASSIGNED[f"{metadata.get('namespace')}/{metadata.get('name')}"] = address
-        port = ((args.inputs.get("spec") or {}).get("networkProfile") or {}).get("port", 6443)
-        return {"status": {"controlPlaneEndpoint": f"{address}:{int(port)}"}}
+        spec = args.inputs.get("spec") or {}
+        port = (spec.get("networkProfile") or {}).get("port", 6443)
+        # Ready: Kamaji has set the running version to the spec's
+        # (26.8.2-edge internal/resources/k8s_deployment_resource.go:104-109).
+        version = (spec.get("kubernetes") or {}).get("version")
+        return {
+            "status": {
+                "controlPlaneEndpoint": f"{address}:{int(port)}",
+                "kubernetesResources": {"version": {"version": version, "status": "Ready"}},
+            }
+        }
     if args.typ == NAMESPACE_TYPE and args.resource_id:
         # An adopted namespace (managementNamespace.existing) exists before the program runs,
         # so its read answers in preview too.

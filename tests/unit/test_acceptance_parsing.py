@@ -1248,11 +1248,12 @@ def test_the_lab_declares_what_the_integration_run_requires_to_pass() -> None:
     """test_lab_lifecycle requires TC-04..06 and TC-10 to pass on the lab: the lab has a sharing
     pool and quotas on every tenant, and every lab pool runs the mock device plugin (TC-00/02).
     The real-GPU tests (TC-11 ... TC-15) must skip there instead."""
-    from tests.integration.test_lab_lifecycle import REAL_GPU_ONLY, REQUIRED_PASSED
+    from tests.integration.test_lab_lifecycle import OPT_IN_DRILLS, REAL_GPU_ONLY, REQUIRED_PASSED
 
     platform = lab_platform()
-    assert set(REQUIRED_PASSED) | set(REAL_GPU_ONLY) == suite_ids()
+    assert set(REQUIRED_PASSED) | set(REAL_GPU_ONLY) | set(OPT_IN_DRILLS) == suite_ids()
     assert not set(REQUIRED_PASSED) & set(REAL_GPU_ONLY)
+    assert not (set(REQUIRED_PASSED) | set(REAL_GPU_ONLY)) & set(OPT_IN_DRILLS)
     assert stack.plan_sharing(platform) is not None
     assert all(t.gpu_quotas for t in platform.tenants)
     assert all(stack.uses_mock(platform, p) for t in platform.tenants for p in t.worker_pools)

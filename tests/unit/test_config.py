@@ -134,7 +134,7 @@ def test_tenant_version_above_what_kamaji_accepts() -> None:
 
 
 def test_highest_accepted_version_passes() -> None:
-    raw = stack_platform("lab")
+    raw = stack_platform("prod")
     raw["kubernetesVersion"] = "v1.36.2"
     assert parse_platform(raw).kubernetes_version == "v1.36.2"
 
@@ -151,10 +151,14 @@ def test_worker_image_of_another_version() -> None:
     expect_error(raw, "workerImage kindest/node:v1.34.0 is not v1.35.0")
 
 
+def _worker_image(platform: PlatformConfig) -> str:
+    return platform.worker_image_of(platform.tenants[0])
+
+
 def test_worker_image_of_the_tenant_version_passes() -> None:
     raw = stack_platform("lab")
     raw["workerImage"] = "kindest/node:v1.35.0@sha256:" + "0" * 64
-    assert parse_platform(raw).effective_worker_image.startswith("kindest/node:v1.35.0@")
+    assert _worker_image(parse_platform(raw)).startswith("kindest/node:v1.35.0@")
 
 
 def test_mock_gpus_in_prod() -> None:
