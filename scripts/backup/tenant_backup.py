@@ -1,0 +1,735 @@
+#!/usr/bin/env python3
+"""Per-tenant datastore backups: archive a tenant's etcd keys to S3 and plan their restore.
+
+Runs in ``python:3.12.8-alpine3.21`` with the standard library only (no pip at runtime), between
+two etcdctl steps that run in the etcd image (``etcd-export.sh``, ``etcd-import.sh``). The
+etcdctl steps authenticate as the tenant's own etcd user, whose role Kamaji limits to the key
+range of ``/<schema>/`` (clastix/kamaji 26.8.2-edge internal/datastore/etcd.go:60-75), so etcd
+itself refuses other tenants' keys; this program refuses them a second time.
+
+Subcommands (environment only, no arguments): ``backup``, ``list``, ``fetch``,
+``check-restored``. Each prints JSON lines on stdout; on any problem it prints one line starting
+with ``error:`` on stderr and exits 1. Credentials are never printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import gzip
+import hashlib
+import hmac
+import json
+import os
+import re
+import shutil
+import ssl
+import sys
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FORMAT_VERSION = 1
+ARCHIVE_SUFFIX = ".json.gz"
+MANIFEST_SUFFIX = ".manifest.json"
+PLAN_DIR = "restore"
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+class BackupError(Exception):
+    """A refusal: its message is the one line the Job prints before exiting non-zero."""
+
+
+# --------------------------------------------------------------------------------------------
+# Environment
+
+
+def _env(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name, default)
+    if value is None or value == "":
+        raise BackupError(f"{name} is not set")
+    return value
+
+
+def _prefix() -> str:
+    """BACKUP_PREFIX, the tenant's key range: ``/<schema>/`` as Kamaji grants it. A prefix that
+    does not end in ``/`` would also cover ``/<schema>x/``, another tenant's range."""
+    prefix = _env("BACKUP_PREFIX")
+    if not (prefix.startswith("/") and prefix.endswith("/") and len(prefix) > 2):
+        raise BackupError(f"BACKUP_PREFIX must look like /<schema>/, got {prefix!r}")
+    return prefix
+
+
+def _tenant() -> str:
+    tenant = _env("BACKUP_TENANT")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", tenant):
+        raise BackupError(f"BACKUP_TENANT has characters not allowed in an object name: {tenant!r}")
+    return tenant
+
+
+def _work_dir() -> Path:
+    return Path(_env("WORK_DIR"))
+
+
+def _export_path() -> Path:
+    return _work_dir() / _env("EXPORT_FILE", "export.json")
+
+
+# --------------------------------------------------------------------------------------------
+# S3: path-style requests signed with AWS Signature Version 4
+
+
+def _quote(value: str, safe: str = "-_.~") -> str:
+    """SigV4 URI encoding: every byte but the unreserved characters, as %XX (upper case)."""
+    return urllib.parse.quote(value, safe=safe)
+
+
+def _hmac(key: bytes, message: str) -> bytes:
+    return hmac.new(key, message.encode("utf-8"), hashlib.sha256).digest()
+
+
+def sigv4_headers(
+    *,
+    method: str,
+    host: str,
+    path: str,
+    query: Mapping[str, str],
+    headers: Mapping[str, str],
+    payload_sha256: str,
+    access_key: str,
+    secret_key: str,
+    region: str,
+    now: dt.datetime,
+    service: str = "s3",
+) -> dict[str, str]:
+    """The headers to send: ``headers`` plus Host, x-amz-date, x-amz-content-sha256 and the
+    Authorization header. ``path`` is already URI-encoded (S3 encodes the object key once,
+    ``/`` kept). All headers given are signed."""
+    amz_date = now.strftime("%Y%m%dT%H%M%SZ")
+    date = amz_date[:8]
+    all_headers = {
+        **headers,
+        "Host": host,
+        "x-amz-content-sha256": payload_sha256,
+        "x-amz-date": amz_date,
+    }
+    canonical = sorted((k.lower(), " ".join(str(v).split())) for k, v in all_headers.items())
+    signed_headers = ";".join(k for k, _ in canonical)
+    canonical_query = "&".join(
+        f"{_quote(k)}={_quote(v)}" for k, v in sorted(query.items(), key=lambda kv: kv[0])
+    )
+    canonical_request = "\n".join(
+        [
+            method,
+            path,
+            canonical_query,
+            "".join(f"{k}:{v}\n" for k, v in canonical),
+            signed_headers,
+            payload_sha256,
+        ]
+    )
+    scope = f"{date}/{region}/{service}/aws4_request"
+    string_to_sign = "\n".join(
+        [
+            "AWS4-HMAC-SHA256",
+            amz_date,
+            scope,
+            hashlib.sha256(canonical_request.encode("utf-8")).hexdigest(),
+        ]
+    )
+    key = _hmac(("AWS4" + secret_key).encode("utf-8"), date)
+    for part in (region, service, "aws4_request"):
+        key = _hmac(key, part)
+    signature = hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+    all_headers["Authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={access_key}/{scope},"
+        f"SignedHeaders={signed_headers},Signature={signature}"
+    )
+    return all_headers
+
+
+@dataclass(frozen=True)
+class S3Object:
+    key: str
+    size: int
+
+
+class S3:
+    """The four calls the backup needs, path-style (``<endpoint>/<bucket>/<key>``), so any
+    S3-compatible store works without DNS per bucket."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        env = os.environ if env is None else env
+        endpoint = env.get("S3_ENDPOINT", "")
+        parsed = urllib.parse.urlsplit(endpoint)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise BackupError("S3_ENDPOINT must be an http:// or https:// URL")
+        self.scheme = parsed.scheme
+        self.host = parsed.netloc
+        self.base_path = parsed.path.rstrip("/")
+        self.region = env.get("S3_REGION") or "us-east-1"
+        self.bucket = env.get("S3_BUCKET", "")
+        if not self.bucket:
+            raise BackupError("S3_BUCKET is not set")
+        self.prefix = env.get("S3_PREFIX", "")
+        self._access_key = env.get("AWS_ACCESS_KEY_ID", "")
+        self._secret_key = env.get("AWS_SECRET_ACCESS_KEY", "")
+        if not self._access_key or not self._secret_key:
+            raise BackupError("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
+        self._context: ssl.SSLContext | None = None
+        if self.scheme == "https":
+            self._context = ssl.create_default_context(cafile=env.get("S3_CA_FILE") or None)
+
+    def request(
+        self,
+        method: str,
+        key: str | None,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+        ok: tuple[int, ...] = (200,),
+    ) -> tuple[int, bytes]:
+        """One signed request; ``key=None`` addresses the bucket itself. A status outside
+        ``ok`` raises BackupError with S3's error code (never the request's headers)."""
+        query = dict(query or {})
+        path = f"{self.base_path}/{_quote(self.bucket)}"
+        if key is not None:
+            path += "/" + _quote(key, safe="-_.~/")
+        signed = sigv4_headers(
+            method=method,
+            host=self.host,
+            path=path,
+            query=query,
+            headers=dict(headers or {}),
+            payload_sha256=hashlib.sha256(body).hexdigest() if body else EMPTY_SHA256,
+            access_key=self._access_key,
+            secret_key=self._secret_key,
+            region=self.region,
+            now=dt.datetime.now(dt.UTC),
+        )
+        url = f"{self.scheme}://{self.host}{path}"
+        if query:
+            url += "?" + "&".join(f"{_quote(k)}={_quote(v)}" for k, v in sorted(query.items()))
+        request = urllib.request.Request(
+            url, data=body if method in ("PUT", "POST") else None, method=method, headers=signed
+        )
+        what = f"S3 {method} {key if key is not None else self.bucket}"
+        try:
+            with urllib.request.urlopen(request, context=self._context, timeout=60) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as err:
+            status, payload = err.code, err.read()
+            if status in ok:
+                return status, payload
+            code = _xml_text(payload, "Code") or err.reason
+            raise BackupError(f"{what}: HTTP {status} {code}") from None
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            raise BackupError(f"{what}: {reason}") from None
+
+    def put(self, key: str, body: bytes, content_type: str) -> None:
+        self.request("PUT", key, body=body, headers={"Content-Type": content_type})
+
+    def get(self, key: str) -> bytes:
+        return self.request("GET", key)[1]
+
+    def exists(self, key: str) -> bool:
+        return self.request("HEAD", key, ok=(200, 404))[0] == 200
+
+    def delete(self, key: str) -> None:
+        self.request("DELETE", key, ok=(200, 204))
+
+    def list(self, prefix: str) -> list[S3Object]:
+        """ListObjectsV2, every page."""
+        found: list[S3Object] = []
+        token: str | None = None
+        while True:
+            query = {"list-type": "2", "prefix": prefix}
+            if token:
+                query["continuation-token"] = token
+            payload = self.request("GET", None, query=query)[1]
+            root = ET.fromstring(payload)
+            for item in root.iter():
+                if _local(item.tag) != "Contents":
+                    continue
+                fields = {_local(child.tag): child.text or "" for child in item}
+                found.append(S3Object(fields.get("Key", ""), int(fields.get("Size", "0"))))
+            truncated = _xml_text(payload, "IsTruncated") == "true"
+            token = _xml_text(payload, "NextContinuationToken")
+            if not truncated or not token:
+                return found
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _xml_text(payload: bytes, name: str) -> str | None:
+    try:
+        root = ET.fromstring(payload)
+    except ET.ParseError:
+        return None
+    for element in root.iter():
+        if _local(element.tag) == name:
+            return element.text
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Archive format
+
+
+@dataclass(frozen=True)
+class KV:
+    key: bytes
+    value: bytes
+    leased: bool
+
+
+def payload_sha256(kvs: list[KV]) -> str:
+    """A digest of what a restore writes, independent of the JSON and gzip encodings: per key in
+    byte order, length-prefixed key and value and the lease flag."""
+    digest = hashlib.sha256()
+    for kv in sorted(kvs, key=lambda kv: kv.key):
+        digest.update(len(kv.key).to_bytes(8, "big") + kv.key)
+        digest.update(len(kv.value).to_bytes(8, "big") + kv.value)
+        digest.update(b"\x01" if kv.leased else b"\x00")
+    return digest.hexdigest()
+
+
+def read_export(path: Path, prefix: str) -> tuple[int, list[KV]]:
+    """The revision and key-values of ``etcdctl get --prefix -w json``: etcdctl prints the
+    RangeResponse with encoding/json, so keys and values are base64 and a zero lease or an empty
+    value is omitted (etcd-io/etcd v3.5.6 etcdctl/ctlv3/command/printer_json.go:51-58,
+    api/mvccpb/kv.pb.go:54-68 ``omitempty`` tags)."""
+    try:
+        data = json.loads(path.read_bytes())
+        revision = int(data["header"]["revision"])
+        raw = data.get("kvs") or []
+        kvs = [
+            KV(
+                base64.b64decode(item["key"], validate=True),
+                base64.b64decode(item.get("value", ""), validate=True),
+                int(item.get("lease", 0)) != 0,
+            )
+            for item in raw
+        ]
+    except FileNotFoundError:
+        raise BackupError(f"export {path} not found (did etcd-export.sh run?)") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise BackupError(f"export {path} is not etcdctl's JSON: {err}") from None
+    if data.get("more"):
+        raise BackupError(f"export {path} is incomplete (etcd says more keys follow)")
+    if int(data.get("count", len(kvs))) != len(kvs):
+        raise BackupError(f"export {path} holds {len(kvs)} keys but etcd counted {data['count']}")
+    _refuse_outside(kvs, prefix)
+    return revision, kvs
+
+
+def _refuse_outside(kvs: list[KV], prefix: str) -> None:
+    wanted = prefix.encode("utf-8")
+    for kv in kvs:
+        if not kv.key.startswith(wanted):
+            raise BackupError(f"key {kv.key!r} is outside BACKUP_PREFIX {prefix}")
+
+
+def build_archive(
+    *,
+    tenant: str,
+    prefix: str,
+    kubernetes_version: str,
+    revision: int,
+    when: dt.datetime,
+    kvs: list[KV],
+) -> tuple[dict[str, Any], bytes]:
+    """The metadata and the gzip'd archive bytes (deterministic: gzip mtime 0)."""
+    kvs = sorted(kvs, key=lambda kv: kv.key)
+    metadata = {
+        "formatVersion": FORMAT_VERSION,
+        "tenant": tenant,
+        "prefix": prefix,
+        "kubernetesVersion": kubernetes_version,
+        "revision": revision,
+        "time": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "keyCount": len(kvs),
+        "leasedKeyCount": sum(kv.leased for kv in kvs),
+        "payloadSha256": payload_sha256(kvs),
+    }
+    document = {
+        "metadata": metadata,
+        "kvs": [
+            {
+                "key": base64.b64encode(kv.key).decode("ascii"),
+                "value": base64.b64encode(kv.value).decode("ascii"),
+                "leased": kv.leased,
+            }
+            for kv in kvs
+        ],
+    }
+    raw = json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return metadata, gzip.compress(raw, mtime=0)
+
+
+def parse_archive(blob: bytes) -> tuple[dict[str, Any], list[KV]]:
+    """Unzip, parse and self-check an archive: the count and payload digest in its metadata must
+    match its key-values."""
+    try:
+        raw = gzip.decompress(blob)
+    except (OSError, EOFError, zlib.error) as err:
+        raise BackupError(f"archive is not valid gzip: {err}") from None
+    try:
+        document = json.loads(raw)
+        metadata = document["metadata"]
+        kvs = [
+            KV(
+                base64.b64decode(item["key"], validate=True),
+                base64.b64decode(item["value"], validate=True),
+                bool(item["leased"]),
+            )
+            for item in document["kvs"]
+        ]
+    except (ValueError, KeyError, TypeError) as err:
+        raise BackupError(f"archive is not a backup document: {err}") from None
+    if metadata.get("formatVersion") != FORMAT_VERSION:
+        raise BackupError(f"archive format {metadata.get('formatVersion')!r} is not supported")
+    if metadata.get("keyCount") != len(kvs):
+        raise BackupError(
+            f"archive holds {len(kvs)} keys, its metadata says {metadata.get('keyCount')}"
+        )
+    if metadata.get("leasedKeyCount") != sum(kv.leased for kv in kvs):
+        raise BackupError("archive's leased-key count does not match its keys")
+    if len({kv.key for kv in kvs}) != len(kvs):
+        raise BackupError("archive holds a key twice")
+    if metadata.get("payloadSha256") != payload_sha256(kvs):
+        raise BackupError("archive's payload sha256 does not match its keys and values")
+    return metadata, kvs
+
+
+# --------------------------------------------------------------------------------------------
+# Names
+
+
+def _name_pattern(s3_prefix: str, tenant: str) -> re.Pattern[str]:
+    return re.compile(
+        re.escape(s3_prefix + tenant)
+        + r"-(?P<time>\d{8}T\d{6}Z)-rev(?P<revision>\d+)"
+        + re.escape(ARCHIVE_SUFFIX)
+    )
+
+
+def archive_name(s3_prefix: str, tenant: str, when: dt.datetime, revision: int) -> str:
+    return f"{s3_prefix}{tenant}-{when.strftime('%Y%m%dT%H%M%SZ')}-rev{revision}{ARCHIVE_SUFFIX}"
+
+
+def manifest_name(archive: str) -> str:
+    return archive[: -len(ARCHIVE_SUFFIX)] + MANIFEST_SUFFIX
+
+
+@dataclass(frozen=True)
+class Listed:
+    name: str
+    time: str
+    revision: int
+    size: int
+    complete: bool
+
+    def sort_key(self) -> tuple[str, int, str]:
+        return (self.time, self.revision, self.name)
+
+
+def list_backups(s3: S3, tenant: str) -> list[Listed]:
+    """The tenant's archives, newest first. ``complete`` means its manifest exists: the manifest
+    is written last, after the archive was read back and verified."""
+    pattern = _name_pattern(s3.prefix, tenant)
+    objects = s3.list(s3.prefix + tenant + "-")
+    keys = {obj.key for obj in objects}
+    found = []
+    for obj in objects:
+        match = pattern.fullmatch(obj.key)
+        if match:
+            found.append(
+                Listed(
+                    obj.key,
+                    match["time"],
+                    int(match["revision"]),
+                    obj.size,
+                    manifest_name(obj.key) in keys,
+                )
+            )
+    return sorted(found, key=Listed.sort_key, reverse=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Subcommands
+
+
+def _print(document: Mapping[str, Any]) -> None:
+    print(json.dumps(document, sort_keys=True), flush=True)
+
+
+def _verify_download(
+    s3: S3, name: str, tenant: str, prefix: str
+) -> tuple[dict[str, Any], list[KV], dict[str, Any]]:
+    """Download a backup and its manifest and check everything a restore relies on."""
+    try:
+        manifest = json.loads(s3.get(manifest_name(name)))
+        expected_size = int(manifest["archive"]["size"])
+        expected_sha = str(manifest["archive"]["sha256"])
+        manifest_metadata = manifest["metadata"]
+    except BackupError as err:
+        raise BackupError(f"manifest of {name} unreadable: {err}") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise BackupError(f"manifest of {name} is not a backup manifest: {err}") from None
+    blob = s3.get(name)
+    if len(blob) != expected_size:
+        raise BackupError(f"{name}: {len(blob)} bytes, manifest says {expected_size}")
+    if hashlib.sha256(blob).hexdigest() != expected_sha:
+        raise BackupError(f"{name}: sha256 does not match its manifest")
+    metadata, kvs = parse_archive(blob)
+    if metadata != manifest_metadata:
+        raise BackupError(f"{name}: archive metadata differs from its manifest")
+    if metadata.get("tenant") != tenant:
+        raise BackupError(f"{name} belongs to tenant {metadata.get('tenant')!r}, not {tenant!r}")
+    if metadata.get("prefix") != prefix:
+        raise BackupError(f"{name} holds prefix {metadata.get('prefix')!r}, not {prefix!r}")
+    _refuse_outside(kvs, prefix)
+    return metadata, kvs, manifest
+
+
+def cmd_backup() -> None:
+    tenant, prefix = _tenant(), _prefix()
+    kubernetes_version = _env("BACKUP_KUBERNETES_VERSION")
+    try:
+        retention = int(_env("BACKUP_RETENTION"))
+    except ValueError:
+        raise BackupError("BACKUP_RETENTION must be an integer") from None
+    if retention < 1:
+        raise BackupError("BACKUP_RETENTION must be at least 1")
+    s3 = S3()
+    revision, kvs = read_export(_export_path(), prefix)
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    metadata, blob = build_archive(
+        tenant=tenant,
+        prefix=prefix,
+        kubernetes_version=kubernetes_version,
+        revision=revision,
+        when=now,
+        kvs=kvs,
+    )
+    name = archive_name(s3.prefix, tenant, now, revision)
+    manifest = {
+        "metadata": metadata,
+        "archive": {
+            "name": name,
+            "size": len(blob),
+            "sha256": hashlib.sha256(blob).hexdigest(),
+        },
+    }
+    s3.put(name, blob, "application/gzip")
+    # Read back what the store holds before the manifest makes the backup visible as complete.
+    echoed = s3.get(name)
+    try:
+        if hashlib.sha256(echoed).hexdigest() != manifest["archive"]["sha256"]:
+            raise BackupError(f"{name}: the stored archive differs from the one uploaded")
+        stored_metadata, stored_kvs = parse_archive(echoed)
+        if stored_metadata != metadata or len(stored_kvs) != len(kvs):
+            raise BackupError(f"{name}: the stored archive does not hold what was exported")
+    except BackupError:
+        s3.delete(name)
+        raise
+    s3.put(
+        manifest_name(name),
+        json.dumps(manifest, sort_keys=True, indent=1).encode("utf-8"),
+        "application/json",
+    )
+    pruned = prune(s3, tenant, retention, keep=name)
+    _print(
+        {
+            "action": "backup",
+            "name": name,
+            "bucket": s3.bucket,
+            "size": len(blob),
+            "sha256": manifest["archive"]["sha256"],
+            **{k: metadata[k] for k in ("tenant", "revision", "time", "keyCount")},
+            "leasedKeyCount": metadata["leasedKeyCount"],
+            "pruned": pruned,
+        }
+    )
+
+
+def prune(s3: S3, tenant: str, retention: int, keep: str) -> list[str]:
+    """Delete the tenant's complete backups beyond the ``retention`` newest, and archives left
+    without a manifest (a failed run) older than ``keep``; never ``keep`` itself."""
+    backups = list_backups(s3, tenant)
+    complete = [b for b in backups if b.complete]
+    doomed = [b for b in complete[retention:] if b.name != keep]
+    kept = next((b for b in backups if b.name == keep), None)
+    if kept is not None:
+        doomed += [b for b in backups if not b.complete and b.sort_key() < kept.sort_key()]
+    for backup in doomed:
+        # The manifest first: a backup without one is no longer offered for restore.
+        s3.delete(manifest_name(backup.name))
+        s3.delete(backup.name)
+    return [b.name for b in doomed]
+
+
+def cmd_list() -> None:
+    for backup in list_backups(S3(), _tenant()):
+        _print(
+            {
+                "name": backup.name,
+                "time": backup.time,
+                "revision": backup.revision,
+                "size": backup.size,
+                "complete": backup.complete,
+            }
+        )
+
+
+def _key_restorable(key: bytes) -> None:
+    """etcd-import.sh passes each key as one argv word read from a file: no NUL (argv ends
+    there) and no newline (bash's command substitution strips trailing ones)."""
+    if b"\x00" in key or b"\n" in key:
+        raise BackupError(f"key {key!r} holds a NUL or newline byte; etcdctl cannot restore it")
+
+
+def cmd_fetch() -> None:
+    tenant, prefix = _tenant(), _prefix()
+    work = _work_dir()
+    plan = work / PLAN_DIR
+    # A plan left by an earlier run must never be applied in place of this one.
+    shutil.rmtree(plan, ignore_errors=True)
+    s3 = S3()
+    wanted = _env("BACKUP_NAME")
+    backups = list_backups(s3, tenant)
+    if wanted == "latest":
+        complete = [b for b in backups if b.complete]
+        if not complete:
+            raise BackupError(f"no complete backup of tenant {tenant} under {s3.prefix!r}")
+        name = complete[0].name
+    else:
+        name = wanted
+        if not _name_pattern(s3.prefix, tenant).fullmatch(name):
+            raise BackupError(
+                f"BACKUP_NAME {name!r} is not a backup of tenant {tenant} under {s3.prefix!r}"
+            )
+    metadata, kvs, _ = _verify_download(s3, name, tenant, prefix)
+    restored = [kv for kv in kvs if not kv.leased]
+    skipped = [kv for kv in kvs if kv.leased]
+    for kv in restored:
+        _key_restorable(kv.key)
+    work.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".restore-", dir=work))
+    try:
+        (staging / "keys").mkdir()
+        (staging / "values").mkdir()
+        for index, kv in enumerate(restored):
+            (staging / "keys" / f"{index:08d}").write_bytes(kv.key)
+            (staging / "values" / f"{index:08d}").write_bytes(kv.value)
+        (staging / "prefix").write_text(prefix, encoding="utf-8")
+        summary = {
+            "backupName": name,
+            "bucket": s3.bucket,
+            "metadata": metadata,
+            "keysToRestore": len(restored),
+            "leasedKeysSkipped": [kv.key.decode("utf-8", "backslashreplace") for kv in skipped],
+        }
+        (staging / "plan.json").write_text(json.dumps(summary, sort_keys=True, indent=1) + "\n")
+        staging.rename(plan)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    warning = ""
+    running = os.environ.get("BACKUP_KUBERNETES_VERSION", "")
+    if running and running != metadata.get("kubernetesVersion"):
+        warning = (
+            f"backup taken at Kubernetes {metadata.get('kubernetesVersion')}, tenant runs {running}"
+        )
+        print(f"warning: {warning}", file=sys.stderr)
+    _print(
+        {
+            "action": "fetch",
+            "name": name,
+            "tenant": tenant,
+            "revision": metadata["revision"],
+            "time": metadata["time"],
+            "keysToRestore": len(restored),
+            "leasedKeysSkipped": len(skipped),
+            "plan": str(plan),
+            **({"warning": warning} if warning else {}),
+        }
+    )
+
+
+def read_plan(plan: Path) -> tuple[dict[str, Any], dict[bytes, bytes]]:
+    try:
+        summary = json.loads((plan / "plan.json").read_text(encoding="utf-8"))
+        entries = {
+            path.read_bytes(): (plan / "values" / path.name).read_bytes()
+            for path in sorted((plan / "keys").iterdir())
+        }
+    except (OSError, ValueError) as err:
+        raise BackupError(f"restore plan {plan} unreadable: {err}") from None
+    return summary, entries
+
+
+def cmd_check_restored() -> None:
+    tenant, prefix = _tenant(), _prefix()
+    summary, expected = read_plan(_work_dir() / PLAN_DIR)
+    _, kvs = read_export(_export_path(), prefix)
+    actual = {kv.key: kv.value for kv in kvs}
+    missing = sorted(set(expected) - set(actual))
+    extra = sorted(set(actual) - set(expected))
+    differ = sorted(k for k in set(expected) & set(actual) if expected[k] != actual[k])
+    if missing or extra or differ:
+        first = (missing or extra or differ)[0]
+        raise BackupError(
+            f"restore incomplete: {len(missing)} missing, {len(extra)} unexpected, "
+            f"{len(differ)} different (first: {first!r})"
+        )
+    metadata = summary["metadata"]
+    _print(
+        {
+            "action": "restored",
+            "tenant": tenant,
+            "name": summary["backupName"],
+            "revision": metadata["revision"],
+            "time": metadata["time"],
+            "kubernetesVersion": metadata["kubernetesVersion"],
+            "keysRestored": len(expected),
+            "leasedKeysSkipped": summary["leasedKeysSkipped"],
+        }
+    )
+
+
+COMMANDS = {
+    "backup": cmd_backup,
+    "list": cmd_list,
+    "fetch": cmd_fetch,
+    "check-restored": cmd_check_restored,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or args[0] not in COMMANDS:
+        print(f"usage: tenant_backup.py {{{','.join(COMMANDS)}}}", file=sys.stderr)
+        return 2
+    try:
+        COMMANDS[args[0]]()
+    except BackupError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
