@@ -320,7 +320,8 @@ def load_tool() -> Any:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("tenant_backup", SCRIPTS / "tenant_backup.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["tenant_backup"] = module
     spec.loader.exec_module(module)

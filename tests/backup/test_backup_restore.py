@@ -1,0 +1,320 @@
+"""The backup Job's steps for real: etcd-export.sh and etcd-import.sh with Debian's etcdctl
+against a TLS etcd whose tenants are set up as Kamaji sets them up, tenant_backup.py against
+moto's S3 (which checks every signature), each step a subprocess with the Job's environment.
+
+Seeds hold protobuf-like values (NUL bytes, 0xff, trailing newlines), an empty value, a large
+value and a key bound to a lease. etcd is shared by the tests; each test seeds both tenants
+afresh and uses its own S3 prefix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.backup.conftest import Etcd, S3Server, load_tool, run_script, run_tool
+
+tool = load_tool()
+
+A_SEEDS: dict[bytes, bytes] = {
+    b"/tenant_a/registry/pods/default/web-0": b"k8s\x00\n\x02v1\x12\x03Pod\x1a\x00\xff\xfe\n\n",
+    b"/tenant_a/registry/configmaps/kube-system/\xc3\xbcml": b"\x00\x00\x00",
+    b"/tenant_a/registry/secrets/default/with space": b"\n",
+    b"/tenant_a/registry/empty": b"",
+    b"/tenant_a/registry/big": bytes(range(256)) * 400,
+}
+A_LEASED = b"/tenant_a/registry/events/default/web-0.1"
+B_SEEDS: dict[bytes, bytes] = {
+    b"/tenant_b/registry/pods/default/db-0": b"k8s\x00tenant b\x00",
+    b"/tenant_b/registry/leases/x": b"\x01\x02",
+}
+
+
+def seed(etcd: Etcd) -> None:
+    etcd.ctl("del", "--prefix", "/tenant_a/")
+    etcd.ctl("del", "--prefix", "/tenant_b/")
+    for key, value in {**A_SEEDS, **B_SEEDS}.items():
+        etcd.put(key, value)
+    lease = etcd.ctl("lease", "grant", "3600").stdout.decode().split()[1]
+    etcd.put(A_LEASED, b"event\x00", lease=lease)
+    # The seeds themselves, read back through base64 JSON: the stdin path of put is lossless.
+    _, a = etcd.dump("/tenant_a/")
+    assert {k: v["value"] for k, v in a.items()} == {**A_SEEDS, A_LEASED: b"event\x00"}
+    assert a[A_LEASED]["lease"] != 0
+
+
+@pytest.fixture
+def job(etcd: Etcd, s3: S3Server, s3_prefix: str, tmp_path: Path) -> dict[str, str]:
+    """tenant_a's backup Job environment: its own etcd user, its own S3 prefix."""
+    seed(etcd)
+    return {
+        **etcd.env("tenant_a"),
+        **s3.env(s3_prefix),
+        "BACKUP_TENANT": "tenant_a",
+        "BACKUP_PREFIX": "/tenant_a/",
+        "BACKUP_KUBERNETES_VERSION": "v1.33.4",
+        "BACKUP_RETENTION": "3",
+        "WORK_DIR": str(tmp_path / "work"),
+        "EXPORT_FILE": "export.json",
+    }
+
+
+def ok(result: Any) -> Any:
+    assert result.returncode == 0, f"rc={result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def refused(result: Any) -> str:
+    """A refusal: non-zero, nothing on stdout, exactly one line on stderr, starting "error:"."""
+    assert result.returncode != 0, result.stdout
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    return str(lines[0])
+
+
+def backup(job: dict[str, str]) -> dict[str, Any]:
+    ok(run_script("etcd-export.sh", job))
+    out = ok(run_tool("backup", job)).stdout.splitlines()
+    assert len(out) == 1
+    return dict(json.loads(out[0]))
+
+
+def restore(job: dict[str, str], name: str = "latest") -> dict[str, Any]:
+    env = {**job, "BACKUP_NAME": name}
+    ok(run_tool("fetch", env))
+    ok(run_script("etcd-import.sh", env))
+    ok(run_script("etcd-export.sh", env))
+    return dict(json.loads(ok(run_tool("check-restored", env)).stdout))
+
+
+def test_backup_and_restore_byte_for_byte(etcd: Etcd, s3: S3Server, job: dict[str, str]) -> None:
+    revision_before, _ = etcd.dump("/")
+    summary = backup(job)
+    assert summary["tenant"] == "tenant_a"
+    assert summary["keyCount"] == len(A_SEEDS) + 1
+    assert summary["leasedKeyCount"] == 1
+    assert summary["revision"] == revision_before
+    assert re.fullmatch(
+        re.escape(job["S3_PREFIX"]) + rf"tenant_a-\d{{8}}T\d{{6}}Z-rev{revision_before}\.json\.gz",
+        summary["name"],
+    )
+    # The stored archive, read with gzip/json here, holds exactly the exported bytes.
+    client = tool.S3(job)
+    blob = client.get(summary["name"])
+    assert hashlib.sha256(blob).hexdigest() == summary["sha256"]
+    document = json.loads(gzip.decompress(blob))
+    import base64
+
+    stored = {
+        base64.b64decode(kv["key"]): (base64.b64decode(kv["value"]), kv["leased"])
+        for kv in document["kvs"]
+    }
+    assert stored == {
+        **{k: (v, False) for k, v in A_SEEDS.items()},
+        A_LEASED: (b"event\x00", True),
+    }
+    manifest = json.loads(client.get(summary["name"][: -len(".json.gz")] + ".manifest.json"))
+    assert manifest["archive"]["size"] == len(blob)
+    assert manifest["metadata"] == document["metadata"]
+    assert document["metadata"]["kubernetesVersion"] == "v1.33.4"
+
+    _, b_before = etcd.dump("/tenant_b/")
+    # Disaster: tenant_a's keys are gone and a stray key appeared.
+    etcd.ctl("del", "--prefix", "/tenant_a/")
+    etcd.put("/tenant_a/registry/stray", b"not in the backup")
+
+    result = restore(job)
+    assert result == {
+        "action": "restored",
+        "tenant": "tenant_a",
+        "name": summary["name"],
+        "revision": revision_before,
+        "time": document["metadata"]["time"],
+        "kubernetesVersion": "v1.33.4",
+        "keysRestored": len(A_SEEDS),
+        "leasedKeysSkipped": [A_LEASED.decode()],
+    }
+    _, a_after = etcd.dump("/tenant_a/")
+    assert {k: v["value"] for k, v in a_after.items()} == A_SEEDS
+    assert all(v["lease"] == 0 for v in a_after.values())
+    _, b_after = etcd.dump("/tenant_b/")
+    assert b_after == b_before  # values, create/mod revisions and versions untouched
+
+
+def test_import_is_idempotent(etcd: Etcd, job: dict[str, str]) -> None:
+    backup(job)
+    restore(job)
+    _, first = etcd.dump("/tenant_a/")
+    ok(run_script("etcd-import.sh", {**job, "BACKUP_NAME": "latest"}))
+    _, second = etcd.dump("/tenant_a/")
+    assert {k: v["value"] for k, v in second.items()} == {k: v["value"] for k, v in first.items()}
+
+
+def test_tenant_cannot_read_or_write_another_tenants_prefix(
+    etcd: Etcd, job: dict[str, str]
+) -> None:
+    """etcd itself refuses: tenant_a's certificate has no permission on /tenant_b/."""
+    stolen = {**job, "BACKUP_PREFIX": "/tenant_b/"}
+    result = run_script("etcd-export.sh", stolen)
+    assert result.returncode != 0
+    assert "permission denied" in result.stderr
+    assert not (Path(job["WORK_DIR"]) / "export.json").exists()
+    # Nor can it wipe tenant_b's keys with a plan made for /tenant_b/.
+    _, b_before = etcd.dump("/tenant_b/")
+    plan = Path(job["WORK_DIR"]) / "restore"
+    (plan / "keys").mkdir(parents=True)
+    (plan / "values").mkdir()
+    (plan / "prefix").write_text("/tenant_b/")
+    (plan / "plan.json").write_text("{}")
+    result = run_script("etcd-import.sh", stolen)
+    assert result.returncode != 0
+    assert "permission denied" in result.stderr
+    assert etcd.dump("/tenant_b/")[1] == b_before
+
+
+def test_backup_refuses_a_key_outside_the_prefix(job: dict[str, str]) -> None:
+    ok(run_script("etcd-export.sh", job))
+    export = Path(job["WORK_DIR"]) / "export.json"
+    data = json.loads(export.read_text())
+    import base64
+
+    data["kvs"][0]["key"] = base64.b64encode(b"/tenant_b/registry/x").decode()
+    export.write_text(json.dumps(data))
+    line = refused(run_tool("backup", job))
+    assert "outside BACKUP_PREFIX" in line
+    assert tool.S3(job).list(job["S3_PREFIX"]) == []
+
+
+def test_wrong_s3_secret_is_refused_without_printing_it(job: dict[str, str]) -> None:
+    ok(run_script("etcd-export.sh", job))
+    secret = "not-the-secret-at-all"
+    line = refused(run_tool("backup", {**job, "AWS_SECRET_ACCESS_KEY": secret}))
+    assert "SignatureDoesNotMatch" in line
+    assert secret not in line
+
+
+def _tamper_archive(job: dict[str, str], name: str, change: str) -> None:
+    """Rewrite the stored backup ``name`` the way ``change`` says."""
+    client = tool.S3(job)
+    manifest_key = tool.manifest_name(name)
+    blob = client.get(name)
+    manifest = json.loads(client.get(manifest_key))
+
+    def rehash(new_blob: bytes) -> None:
+        manifest["archive"].update(size=len(new_blob), sha256=hashlib.sha256(new_blob).hexdigest())
+
+    if change == "flipped byte":
+        blob = blob[:100] + bytes([blob[100] ^ 0x01]) + blob[101:]
+    elif change == "flipped byte, manifest rehashed":
+        blob = blob[:100] + bytes([blob[100] ^ 0x01]) + blob[101:]
+        rehash(blob)
+    elif change == "truncated":
+        blob = blob[: len(blob) // 2]
+    elif change == "truncated, manifest rehashed":
+        blob = blob[: len(blob) // 2]
+        rehash(blob)
+    elif change == "manifest mismatch":
+        manifest["metadata"]["keyCount"] += 1
+    elif change in ("wrong tenant", "key outside prefix"):
+        metadata, kvs = tool.parse_archive(blob)
+        tenant = "tenant_b" if change == "wrong tenant" else metadata["tenant"]
+        if change == "key outside prefix":
+            kvs.append(tool.KV(b"/tenant_b/registry/pods/default/db-0", b"mine now", False))
+        metadata, blob = tool.build_archive(
+            tenant=tenant,
+            prefix=metadata["prefix"],
+            kubernetes_version=metadata["kubernetesVersion"],
+            revision=metadata["revision"],
+            when=dt.datetime.strptime(metadata["time"], "%Y-%m-%dT%H:%M:%SZ"),
+            kvs=kvs,
+        )
+        manifest["metadata"] = metadata
+        rehash(blob)
+    else:
+        raise AssertionError(change)
+    client.put(name, blob, "application/gzip")
+    client.put(manifest_key, json.dumps(manifest).encode(), "application/json")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("flipped byte", "sha256 does not match its manifest"),
+        ("flipped byte, manifest rehashed", "archive is not"),
+        ("truncated", "manifest says"),
+        ("truncated, manifest rehashed", "not valid gzip"),
+        ("manifest mismatch", "archive metadata differs from its manifest"),
+        ("wrong tenant", "belongs to tenant 'tenant_b'"),
+        ("key outside prefix", "outside BACKUP_PREFIX"),
+    ],
+)
+def test_a_damaged_backup_is_refused_and_etcd_left_alone(
+    etcd: Etcd, job: dict[str, str], change: str, message: str
+) -> None:
+    name = backup(job)["name"]
+    etcd.put("/tenant_a/registry/after-backup", b"live\x00data")
+    before = etcd.dump("/")
+    _tamper_archive(job, name, change)
+    env = {**job, "BACKUP_NAME": name}
+    # A plan from an earlier run must not survive a refused fetch either.
+    (Path(job["WORK_DIR"]) / "restore" / "keys").mkdir(parents=True)
+    line = refused(run_tool("fetch", env))
+    assert message in line, line
+    assert not (Path(job["WORK_DIR"]) / "restore").exists()
+    assert [p.name for p in Path(job["WORK_DIR"]).iterdir()] == ["export.json"]
+    # The Job's next step finds no plan and changes nothing.
+    result = run_script("etcd-import.sh", env)
+    assert result.returncode != 0
+    assert "no restore plan" in result.stderr
+    assert etcd.dump("/") == before
+
+
+def test_fetch_refuses_a_name_of_another_tenant(job: dict[str, str]) -> None:
+    backup(job)
+    env = {**job, "BACKUP_NAME": job["S3_PREFIX"] + "tenant_b-20260101T000000Z-rev1.json.gz"}
+    assert "is not a backup of tenant tenant_a" in refused(run_tool("fetch", env))
+
+
+def test_retention_prunes_the_oldest_and_latest_is_the_newest(
+    etcd: Etcd, job: dict[str, str]
+) -> None:
+    env = {**job, "BACKUP_RETENTION": "2"}
+    names = []
+    for generation in range(3):
+        etcd.put("/tenant_a/registry/generation", str(generation).encode())
+        summary = backup(env)
+        names.append(summary["name"])
+        assert summary["pruned"] == ([names[0]] if generation == 2 else [])
+    listed = [json.loads(line) for line in ok(run_tool("list", env)).stdout.splitlines()]
+    assert [b["name"] for b in listed] == [names[2], names[1]]
+    assert all(b["complete"] for b in listed)
+    keys = {obj.key for obj in tool.S3(env).list(env["S3_PREFIX"])}
+    assert names[0] not in keys
+    assert tool.manifest_name(names[0]) not in keys
+    assert tool.manifest_name(names[1]) in keys
+
+    etcd.put("/tenant_a/registry/generation", b"after all backups")
+    result = restore(env, "latest")
+    assert result["name"] == names[2]
+    assert etcd.dump("/tenant_a/")[1][b"/tenant_a/registry/generation"]["value"] == b"2"
+    # An older one by name restores that one.
+    assert restore(env, names[1])["name"] == names[1]
+    assert etcd.dump("/tenant_a/")[1][b"/tenant_a/registry/generation"]["value"] == b"1"
+
+
+def test_retention_one_keeps_the_backup_just_written(job: dict[str, str]) -> None:
+    env = {**job, "BACKUP_RETENTION": "1"}
+    first = backup(env)["name"]
+    second = backup(env)
+    assert second["pruned"] == ([first] if first != second["name"] else [])
+    listed = [json.loads(line)["name"] for line in ok(run_tool("list", env)).stdout.splitlines()]
+    assert listed == [second["name"]]
