@@ -241,9 +241,6 @@ class S3:
     def get(self, key: str) -> bytes:
         return self.request("GET", key)[1]
 
-    def exists(self, key: str) -> bool:
-        return self.request("HEAD", key, ok=(200, 404))[0] == 200
-
     def delete(self, key: str) -> None:
         self.request("DELETE", key, ok=(200, 204))
 
@@ -637,6 +634,7 @@ def cmd_fetch() -> None:
         (staging / "prefix").write_text(prefix, encoding="utf-8")
         summary = {
             "backupName": name,
+            "prefix": prefix,
             "bucket": s3.bucket,
             "metadata": metadata,
             "keysToRestore": len(restored),
@@ -684,6 +682,8 @@ def read_plan(plan: Path) -> tuple[dict[str, Any], dict[bytes, bytes]]:
 def cmd_check_restored() -> None:
     tenant, prefix = _tenant(), _prefix()
     summary, expected = read_plan(_work_dir() / PLAN_DIR)
+    if summary.get("metadata", {}).get("tenant") != tenant or summary.get("prefix") != prefix:
+        raise BackupError(f"restore plan is not for tenant {tenant} and prefix {prefix}")
     _, kvs = read_export(_export_path(), prefix)
     actual = {kv.key: kv.value for kv in kvs}
     missing = sorted(set(expected) - set(actual))

@@ -290,7 +290,7 @@ def s3(s3_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3
 @pytest.fixture
 def s3_prefix(request: pytest.FixtureRequest) -> str:
     """Each test's own object prefix in the shared bucket."""
-    return request.node.name.replace("[", "-").replace("]", "").replace("_", "-") + "/"
+    return str(request.node.name).replace("[", "-").replace("]", "").replace("_", "-") + "/"
 
 
 def run_script(name: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

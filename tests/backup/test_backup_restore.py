@@ -318,3 +318,28 @@ def test_retention_one_keeps_the_backup_just_written(job: dict[str, str]) -> Non
     assert second["pruned"] == ([first] if first != second["name"] else [])
     listed = [json.loads(line)["name"] for line in ok(run_tool("list", env)).stdout.splitlines()]
     assert listed == [second["name"]]
+
+
+def test_check_restored_fails_on_any_difference(etcd: Etcd, job: dict[str, str]) -> None:
+    """The final check can fail: a changed byte, a missing key, an extra key."""
+    backup(job)
+    restore(job)
+    key = b"/tenant_a/registry/pods/default/web-0"
+    for damage in ("changed", "missing", "extra"):
+        restore(job)
+        if damage == "changed":
+            etcd.put(key, A_SEEDS[key][:-1] + b"\x00")
+        elif damage == "missing":
+            etcd.ctl("del", key.decode())
+        else:
+            etcd.put("/tenant_a/registry/new", b"x")
+        ok(run_script("etcd-export.sh", job))
+        line = refused(run_tool("check-restored", job))
+        assert f"{1 if damage == 'missing' else 0} missing" in line, line
+        assert f"{1 if damage == 'extra' else 0} unexpected" in line, line
+        assert f"{1 if damage == 'changed' else 0} different" in line, line
+
+
+def test_latest_without_any_backup_is_refused(job: dict[str, str]) -> None:
+    line = refused(run_tool("fetch", {**job, "BACKUP_NAME": "latest"}))
+    assert "no complete backup of tenant tenant_a" in line
