@@ -60,6 +60,11 @@ MINIMAL: Mapping[str, Minimal] = {
     "kubernetes:apps/v1:Deployment": Minimal(
         "pulumi_kubernetes.apps.v1", "Deployment", {"spec": {"selector": {}, "template": {}}}
     ),
+    "kubernetes:batch/v1:CronJob": Minimal(
+        "pulumi_kubernetes.batch.v1",
+        "CronJob",
+        {"spec": {"schedule": "0 0 1 1 *", "job_template": {}}},
+    ),
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": Minimal(
         "pulumi_kubernetes.admissionregistration.v1", "ValidatingAdmissionPolicy", {"spec": {}}
     ),

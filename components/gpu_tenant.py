@@ -53,6 +53,8 @@ from components.admission_policies import (
     admission_policy,
     rule_definitions,
 )
+from components.backups import deploy as backups
+from components.backups.objects import BackupPlan
 from components.config import PlatformConfig, Tenant
 from components.kubernetes_versions import upgrade_problem
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, IDENTITY_READ_SUFFIX
@@ -275,6 +277,8 @@ class GpuTenant(pulumi.ComponentResource):
         self._workloads()
         if args.platform.metrics.enabled:
             self._metrics_agent(namespace)
+        if args.tenant.backups.enabled:
+            self._backups(control_plane, kubeconfig_read)
 
         self.register_outputs(
             {
@@ -547,6 +551,28 @@ class GpuTenant(pulumi.ComponentResource):
                 spec=manifest["spec"],
                 opts=self._in_tenant(depends_on=[self._hami, *([created] if created else [])]),
             )
+
+    def _backups(self, control_plane: pulumi.Resource, kubeconfig_read: pulumi.Resource) -> None:
+        """The tenant's scheduled datastore backups and its restore template (docs/backups.md),
+        in its management namespace, once its control plane (and so Kamaji's datastore
+        certificate for the tenant) exists; the target comes from the management cluster."""
+        tenant = self._tenant
+        plan = BackupPlan(
+            tenant=tenant.name,
+            namespace=self._ns,
+            control_plane=tenant.name,
+            schema=tenant.data_store.schema_name,
+            schedule=tenant.backups.schedule,
+            retention=tenant.backups.retention,
+            pause_owner=self._substrate.control_plane_pause_owner,
+        )
+        backups.register_tenant(
+            self._name,
+            plan=plan,
+            target=self._management.backup_target(tenant.name),
+            on_management=self._site.on_management,
+            after=[control_plane, kubeconfig_read],
+        )
 
     def _metrics_agent(self, namespace: pulumi.Resource) -> None:
         """The tenant's metrics agent (docs/metrics.md): a reader inside the tenant, an agent in

@@ -40,6 +40,7 @@ _KINDS: Mapping[str, tuple[Callable[..., Any], tuple[tuple[str, str], ...]]] = M
         ),
         "DaemonSet": (k8s.apps.v1.DaemonSet, (("spec", "spec"),)),
         "Deployment": (k8s.apps.v1.Deployment, (("spec", "spec"),)),
+        "CronJob": (k8s.batch.v1.CronJob, (("spec", "spec"),)),
     }
 )
 

@@ -127,6 +127,9 @@ class ManagementCluster(pulumi.ComponentResource):
             pulumi.Output.from_input(DEFAULT_DATASTORE) if deploy_etcd else None
         )
         self.ready = [kamaji_ready, *services]
+        # Where each backed-up tenant's backups go (docs/backups.md): the environment's own
+        # store (lab) or the target the tenant names.
+        self._backup_targets = substrate.backup_targets(site, access)
         self.register_outputs(
             {
                 "kubeconfig": self.kubeconfig,
@@ -147,6 +150,13 @@ class ManagementCluster(pulumi.ComponentResource):
         if name not in tenants:
             raise KeyError(f"no tenant named {name!r} (the stack has {', '.join(tenants)})")
         return self._substrate.pinned_tenant_address(self._platform, self._access, name)
+
+    def backup_target(self, name: str) -> pulumi.Output[dict[str, str]]:
+        """The S3 target of the backed-up tenant called ``name``, as the backup Secret's data
+        (secret)."""
+        if name not in self._backup_targets:
+            raise KeyError(f"tenant {name!r} has no backups (tenants[].backups.enabled)")
+        return self._backup_targets[name]
 
     # ---------------------------------------------------------------------------- helpers
 

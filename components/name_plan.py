@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from components.backups.deploy import TENANT_PARTS as BACKUP_TENANT_PARTS
 from components.config import PLATFORM_NAMESPACES, PlatformConfig, Tenant, WorkerPool
 from components.metrics.deploy import tenant_parts as metrics_tenant_parts
 from components.metrics.scrape import HAMI_SOURCES, TenantSource
@@ -104,6 +105,9 @@ def _tenant_names(
 
     for part in (*TENANT_PARTS, *plan.planned_tenant_parts(tenant)):
         yield planned(tenant_child(t, part))
+    if tenant.backups.enabled:
+        for part in BACKUP_TENANT_PARTS:
+            yield planned(tenant_child(t, part))
     if metrics:
         for part in metrics_tenant_parts((*HAMI_SOURCES, *plan.tenant_metrics_sources)):
             yield planned(tenant_child(t, part))

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from components.backups.target import target_environment
 from components.config import (
     CONFIG_KEY,
     ConfigError,
@@ -128,8 +129,8 @@ def _platform_object(config: Any) -> Any:
 
 
 def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | None]) -> None:
-    """External DataStore credentials must be the JSON object their driver needs; the error
-    names the key and the expected keys, never the value."""
+    """External DataStore credentials and backup targets must be the JSON objects they are read
+    as; the error names the key and the expected keys, never the value."""
     drivers = {d.credentials_config_key: d.driver for d in platform.data_stores}
     for tenant in platform.tenants:
         dedicated = tenant.data_store.dedicated
@@ -147,6 +148,15 @@ def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | 
             continue
         try:
             datastore_secret_data(driver, raw, key)
+        except ConfigError as error:
+            problems.append(str(error))
+    targets = {t.backups.target_config_key for t in platform.tenants if t.backups.enabled}
+    for key in sorted(k for k in targets if k):
+        raw = lookup(key)
+        if raw is None:
+            continue
+        try:
+            target_environment(raw, key)
         except ConfigError as error:
             problems.append(str(error))
     if problems:

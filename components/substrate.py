@@ -30,6 +30,7 @@ from components.scripts import read_script
 from components.tenant_specs import decode_kubeconfig
 
 if TYPE_CHECKING:
+    from components.backups.objects import PauseOwner
     from components.config import PlatformConfig, Tenant, WorkerPool
     from components.metrics.deploy import MetricsStorage
     from components.metrics.scrape import TenantSource
@@ -545,6 +546,22 @@ class Substrate(Protocol):
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         """Make the pool's machines and join them to the tenant."""
+        ...
+
+    # ----- backups (docs/backups.md)
+
+    def backup_targets(
+        self, site: ManagementSite, access: ClusterAccess
+    ) -> Mapping[str, pulumi.Output[dict[str, str]]]:
+        """Every backed-up tenant's S3 target (its backup Secret's data, secret), by tenant
+        name: the target a tenant names, else the environment's own store (lab: an object store
+        in the management cluster, registered here; prod has none and demands a target)."""
+        ...
+
+    @property
+    def control_plane_pause_owner(self) -> PauseOwner | None:
+        """What owns a TenantControlPlane and must be paused with it for a restore (prod: the
+        Cluster API KamajiControlPlane); None where the program owns it directly (lab)."""
         ...
 
     # ----- metrics (docs/metrics.md)

@@ -106,6 +106,14 @@ class PinnedVersions:
     # v3.5 long-term-support line) and Grafana, pinned by tag (no digest could be read offline).
     prometheus_image: str = "quay.io/prometheus/prometheus:v3.5.0"
     grafana_image: str = "docker.io/grafana/grafana:12.1.1"
+    # Tenant datastore backups (docs/backups.md), with images the lab already runs: etcdctl with a
+    # shell from the etcd release kamaji-etcd v0.17.0 runs its own jobs with ("latest container
+    # image with shell available", charts/kamaji-etcd/values.yaml:222-224), the stdlib Python of
+    # the completer, and the kubectl image of kamaji-etcd's jobs (values.yaml:219-221, tagged with
+    # the cluster's minor by its etcd.jobsTagKubeVersion helper).
+    backup_etcd_image: str = "quay.io/coreos/etcd:v3.5.6"
+    backup_python_image: str = "python:3.12.8-alpine3.21"
+    backup_kubectl_image: str = "clastix/kubectl:v1.35"
 
     def as_dict(self) -> dict[str, object]:
         """A plain mapping for stack outputs and ``make versions``."""

@@ -12,6 +12,7 @@ pinned versions and the card catalog its defaults and descriptions name.
 * ``loading``: the raw object into models, and the secret config keys it names.
 """
 
+from components.config.backups import TenantBackups
 from components.config.base import (
     CONFIG_KEY,
     DATASTORE_IDENTIFIER,
@@ -102,6 +103,7 @@ __all__ = [
     "ProviderFetchSources",
     "RollingUpdate",
     "Tenant",
+    "TenantBackups",
     "TenantNetwork",
     "WorkerPool",
     "Workload",

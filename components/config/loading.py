@@ -36,8 +36,9 @@ def validate_models(raw: Mapping[str, Any] | None) -> PlatformConfig:
 
 def required_secret_keys(platform: PlatformConfig) -> list[str]:
     """Config keys (besides ``platform``) that must hold secrets: the prod management kubeconfig,
-    the Cluster API operator's GitHub token when one is named, and the credentials of external
-    DataStores. The program reads them with ``require_secret``."""
+    the Cluster API operator's GitHub token when one is named, the credentials of external
+    DataStores and the backup targets tenants name. The program reads them with
+    ``require_secret``."""
     keys: list[str] = []
     if platform.management.existing is not None:
         keys.append(platform.management.existing.kubeconfig_config_key)
@@ -49,6 +50,8 @@ def required_secret_keys(platform: PlatformConfig) -> list[str]:
         dedicated = tenant.data_store.dedicated
         if dedicated is not None and dedicated.credentials_config_key:
             keys.append(dedicated.credentials_config_key)
+        if tenant.backups.enabled and tenant.backups.target_config_key:
+            keys.append(tenant.backups.target_config_key)
     return sorted(set(keys))
 
 

@@ -196,6 +196,16 @@ class PlatformConfig(_Model):
         """The Kubernetes version ``tenant`` runs: its own, else the platform's."""
         return tenant.kubernetes_version or self.kubernetes_version
 
+    def datastore_driver_of(self, tenant: Tenant) -> str:
+        """The driver of the DataStore ``tenant``'s state lives in: its dedicated one's, a
+        declared one's, or etcd for any other name (Kamaji's bundled kamaji-etcd ``default``;
+        an unknown name is reported by ``platform_problems``)."""
+        binding = tenant.data_store
+        if binding.dedicated is not None:
+            return binding.dedicated.driver
+        declared = {d.name: d.driver for d in self.data_stores}
+        return declared.get(binding.name or "", "etcd")
+
     def worker_image_of(self, tenant: Tenant) -> str:
         """The kindest/node image ``tenant``'s lab workers run: always the tenant version."""
         return self.worker_image or kind_node_image(self.version_of(tenant))
@@ -227,6 +237,19 @@ def platform_problems(platform: PlatformConfig, *, default_datastore: bool) -> l
         *_cidr_problems(platform),
         *_management_namespace_problems(platform),
         *_workload_quota_problems(platform),
+        *_backup_problems(platform),
+    ]
+
+
+def _backup_problems(platform: PlatformConfig) -> list[str]:
+    """Backups export an etcd key prefix (docs/backups.md): a tenant on a SQL or NATS DataStore
+    (kine) has none, and its database has backup tools of its own."""
+    return [
+        f"tenants[{index}].backups: {tenant.name}'s DataStore is "
+        f"{platform.datastore_driver_of(tenant)}, and backups export etcd prefixes only: set "
+        "backups.enabled: false and back the database up with its own tools"
+        for index, tenant in enumerate(platform.tenants)
+        if tenant.backups.enabled and platform.datastore_driver_of(tenant) != "etcd"
     ]
 
 

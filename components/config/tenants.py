@@ -14,6 +14,7 @@ from pydantic import (
     model_validator,
 )
 
+from components.config.backups import TenantBackups
 from components.config.base import (
     IMAGE_REFERENCE,
     RESOURCE_QUANTITY,
@@ -257,6 +258,7 @@ PLATFORM_NAMESPACES = (
     "capm3-system",
     "capd-system",
     "gpu-platform-metrics",
+    "gpu-platform-backups",
 )
 
 
@@ -318,6 +320,11 @@ class Tenant(_Model):
     admission: AdmissionSettings = Field(
         default=AdmissionSettings(),
         description="the GPU rules its API server enforces on every pod (mode and ceilings)",
+    )
+    backups: TenantBackups = Field(
+        default=TenantBackups(),
+        description="scheduled, verified exports of its datastore to S3-compatible storage "
+        "(docs/backups.md)",
     )
 
     @field_validator("name")

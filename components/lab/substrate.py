@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from components import kubernetes_versions
+from components.backups.deploy import configured_target
+from components.backups.objects import PauseOwner
 from components.config import PlatformConfig, Tenant, WorkerPool
+from components.lab import backup_store, pinned_addresses, preflight
 from components.lab import config_checks as lab_config_checks
 from components.lab import management as lab_management
 from components.lab import names as lab_names
 from components.lab import network as lab_network
-from components.lab import pinned_addresses, preflight
 from components.lab import tenant as lab_tenant
 from components.lab.workers import lab_workers
 from components.metrics.deploy import MetricsStorage
@@ -41,6 +43,8 @@ class LabSubstrate:
     tenant_provider_deletes_unreachable: bool = True
     # No GPU, no DCGM: the agents scrape HAMi alone.
     tenant_metrics_sources: tuple[TenantSource, ...] = ()
+    # The program owns the TenantControlPlane directly: a restore pauses only it.
+    control_plane_pause_owner: PauseOwner | None = None
 
     def config_problems(self, platform: PlatformConfig) -> list[str]:
         return lab_config_checks.problems(platform)
@@ -126,6 +130,20 @@ class LabSubstrate:
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         return lab_workers(site)
+
+    def backup_targets(
+        self, site: ManagementSite, access: ClusterAccess
+    ) -> Mapping[str, pulumi.Output[dict[str, str]]]:
+        backed_up = [t for t in site.platform.tenants if t.backups.enabled]
+        named = {
+            t.name: configured_target(t.backups.target_config_key)
+            for t in backed_up
+            if t.backups.target_config_key is not None
+        }
+        # The lab's own object store, only when a tenant keeps its backups there.
+        local_store = [t for t in backed_up if t.backups.target_config_key is None]
+        stored = backup_store.register(site, local_store) if local_store else {}
+        return {**stored, **named}
 
     def metrics_storage(self, platform: PlatformConfig) -> MetricsStorage:
         # The lab keeps its samples as long as the pod lives: nothing to clean up on destroy.

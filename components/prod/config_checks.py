@@ -23,7 +23,26 @@ def problems(platform: PlatformConfig) -> list[str]:
         *_management_namespaces(platform),
         *_pool_providers(platform),
         *_shared_addresses(platform),
+        *_backup_targets(platform),
     ]
+
+
+def _backup_targets(platform: PlatformConfig) -> list[str]:
+    """Prod has no object store of its own: every backed-up tenant names its S3 target."""
+    return [
+        f"tenants[{index}].backups.targetConfigKey: prod keeps {tenant.name}'s backups in your "
+        "S3-compatible storage: name a secret config key (e.g. "
+        f"{_camel(tenant.name)}BackupTarget) and set it with `pulumi config set --secret "
+        "<key> < target.json` (docs/backups.md), or set backups.enabled: false"
+        for index, tenant in enumerate(platform.tenants)
+        if tenant.backups.enabled and tenant.backups.target_config_key is None
+    ]
+
+
+def _camel(name: str) -> str:
+    """``team-vision`` -> ``teamVision``: a config key name suggested from a tenant name."""
+    head, *rest = name.split("-")
+    return head + "".join(part.capitalize() for part in rest)
 
 
 def _management(platform: PlatformConfig) -> list[str]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from components import kubernetes_versions
+from components.backups.deploy import configured_target
+from components.backups.objects import PauseOwner
 from components.config import PlatformConfig, Tenant, WorkerPool
 from components.metrics.deploy import MetricsStorage
 from components.metrics.objects import PROMETHEUS_CLAIM, prometheus_claim
@@ -30,6 +32,16 @@ from components.substrate import (
 )
 from components.tenant_values import GPU_OPERATOR_NAMESPACE
 
+# The Kamaji control-plane provider rewrites the TenantControlPlane from its KamajiControlPlane
+# (replicas included, clastix/cluster-api-control-plane-provider-kamaji v0.20.0
+# controllers/kamajicontrolplane_controller_tcp.go:33-81) unless the Cluster is paused
+# (kamajicontrolplane_controller.go:101-120, Cluster API v1.13.2 util/annotations/helpers.go:31-46:
+# Cluster.spec.paused). Pausing the Cluster, not only the KamajiControlPlane, also holds
+# MachineHealthChecks and MachineSets while the tenant API is down (nodes look unhealthy then).
+CLUSTER_PAUSE = PauseOwner(
+    resource="clusters.cluster.x-k8s.io", api_group="cluster.x-k8s.io", plural="clusters"
+)
+
 
 @dataclass(frozen=True)
 class ProdSubstrate:
@@ -43,6 +55,8 @@ class ProdSubstrate:
     tenant_provider_deletes_unreachable: bool = False
     # Every tenant's agent also scrapes the GPU Operator's DCGM exporter (measured card use).
     tenant_metrics_sources: tuple[TenantSource, ...] = (dcgm_source(GPU_OPERATOR_NAMESPACE),)
+    # A restore pauses the tenant's Cluster with the TenantControlPlane.
+    control_plane_pause_owner: PauseOwner | None = CLUSTER_PAUSE
 
     def config_problems(self, platform: PlatformConfig) -> list[str]:
         return prod_config_checks.problems(platform)
@@ -115,6 +129,17 @@ class ProdSubstrate:
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         return cluster_api_machines(site)
+
+    def backup_targets(
+        self, site: ManagementSite, access: ClusterAccess
+    ) -> Mapping[str, pulumi.Output[dict[str, str]]]:
+        # Prod keeps no store of its own: every backed-up tenant names its target
+        # (config_checks._backup_targets refuses a stack that does not).
+        return {
+            tenant.name: configured_target(tenant.backups.target_config_key)
+            for tenant in site.platform.tenants
+            if tenant.backups.enabled and tenant.backups.target_config_key is not None
+        }
 
     def metrics_storage(self, platform: PlatformConfig) -> MetricsStorage:
         # A claim on the cluster's default StorageClass: samples outlive the pod.

@@ -12,7 +12,12 @@ set -euo pipefail
 export ETCDCTL_API
 : "${BACKUP_PREFIX:?BACKUP_PREFIX is required, e.g. /tenant_a/}"
 : "${WORK_DIR:?WORK_DIR is required}"
-: "${ETCDCTL_ENDPOINTS:?ETCDCTL_ENDPOINTS is required}"
+# The endpoints api-server-endpoints.sh read off the tenant's API server, unless given.
+if [ -z "${ETCDCTL_ENDPOINTS:-}" ] && [ -s "${WORK_DIR:-}/endpoints" ]; then
+  ETCDCTL_ENDPOINTS=$(cat "$WORK_DIR/endpoints")
+  export ETCDCTL_ENDPOINTS
+fi
+: "${ETCDCTL_ENDPOINTS:?ETCDCTL_ENDPOINTS is required (or WORK_DIR/endpoints)}"
 EXPORT_FILE="${EXPORT_FILE:-export.json}"
 
 case "$BACKUP_PREFIX" in

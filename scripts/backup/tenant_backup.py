@@ -58,6 +58,29 @@ def _env(name: str, default: str | None = None) -> str:
     return value
 
 
+def _kubernetes_version() -> str:
+    """The tenant's Kubernetes version: BACKUP_KUBERNETES_VERSION, else what
+    api-server-endpoints.sh read off the running API server into $WORK_DIR/kubernetes-version;
+    empty when neither is known."""
+    given = os.environ.get("BACKUP_KUBERNETES_VERSION", "")
+    if given:
+        return given
+    work = os.environ.get("WORK_DIR", "")
+    path = Path(work) / "kubernetes-version" if work else None
+    if path is not None and path.is_file():
+        return path.read_text().strip()
+    return ""
+
+
+def _ca_file(env: Mapping[str, str]) -> str | None:
+    """S3_CA_FILE when it names a non-empty file: the Job always mounts the target Secret's
+    ``ca.crt``, which is empty for a target whose certificate the system trusts."""
+    path = env.get("S3_CA_FILE") or ""
+    if path and Path(path).is_file() and Path(path).stat().st_size > 0:
+        return path
+    return None
+
+
 def _prefix() -> str:
     """BACKUP_PREFIX, the tenant's key range: ``/<schema>/`` as Kamaji grants it. A prefix that
     does not end in ``/`` would also cover ``/<schema>x/``, another tenant's range."""
@@ -185,7 +208,7 @@ class S3:
             raise BackupError("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
         self._context: ssl.SSLContext | None = None
         if self.scheme == "https":
-            self._context = ssl.create_default_context(cafile=env.get("S3_CA_FILE") or None)
+            self._context = ssl.create_default_context(cafile=_ca_file(env))
 
     def request(
         self,
@@ -503,7 +526,12 @@ def _verify_download(
 
 def cmd_backup() -> None:
     tenant, prefix = _tenant(), _prefix()
-    kubernetes_version = _env("BACKUP_KUBERNETES_VERSION")
+    kubernetes_version = _kubernetes_version()
+    if not kubernetes_version:
+        raise BackupError(
+            "the tenant's Kubernetes version is unknown: set BACKUP_KUBERNETES_VERSION or run "
+            "api-server-endpoints.sh first"
+        )
     try:
         retention = int(_env("BACKUP_RETENTION"))
     except ValueError:
@@ -646,7 +674,7 @@ def cmd_fetch() -> None:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     warning = ""
-    running = os.environ.get("BACKUP_KUBERNETES_VERSION", "")
+    running = _kubernetes_version()
     if running and running != metadata.get("kubernetesVersion"):
         warning = (
             f"backup taken at Kubernetes {metadata.get('kubernetesVersion')}, tenant runs {running}"

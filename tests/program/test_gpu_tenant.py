@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.backups.deploy import TENANT_PARTS as BACKUP_TENANT_PARTS
 from tests.support.harness import (
     UNKNOWN,
     Recording,
@@ -62,6 +63,8 @@ MANAGEMENT_SIDE = (
     "metrics-agent-token",
     "metrics-agent-config",
     "metrics-agent",
+    # Its backups run in its management namespace next to its control plane (docs/backups.md).
+    *BACKUP_TENANT_PARTS,
 )
 
 

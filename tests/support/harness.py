@@ -196,7 +196,8 @@ def mock_config(raw: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
 def operator_secret_placeholders(platform: dict[str, Any]) -> dict[str, str]:
     """Placeholders, in the shape the program expects, for the secret config keys a platform
     block refers to: a kubeconfig for the management cluster, a JSON object with the driver's
-    keys for DataStore credentials (see components.tenant_specs.DATASTORE_SECRET_KEYS)."""
+    keys for DataStore credentials (see components.tenant_specs.DATASTORE_SECRET_KEYS), an S3
+    target for a tenant's backups."""
     from components.config import ConfigError, required_secret_keys
     from components.stack import parse_platform
     from components.tenant_specs import DATASTORE_SECRET_KEYS
@@ -210,16 +211,27 @@ def operator_secret_placeholders(platform: dict[str, Any]) -> dict[str, str]:
         dedicated = tenant.data_store.dedicated
         if dedicated is not None and dedicated.credentials_config_key:
             drivers[dedicated.credentials_config_key] = dedicated.driver
+    targets = {t.backups.target_config_key for t in parsed.tenants if t.backups.enabled}
     placeholders: dict[str, str] = {}
     for key in required_secret_keys(parsed):
         driver = drivers.get(key)
-        if driver is not None:
+        if key in targets:
+            placeholders[key] = json.dumps(BACKUP_TARGET_PLACEHOLDER)
+        elif driver is not None:
             fields = DATASTORE_SECRET_KEYS[driver]
             placeholders[key] = json.dumps(dict.fromkeys(fields, SECRET_PLACEHOLDER))
         else:
             placeholders[key] = MOCK_KUBECONFIG
     return placeholders
 
+
+# A backup target in the shape docs/backups.md gives (components.backups.target).
+BACKUP_TARGET_PLACEHOLDER = {
+    "endpoint": "https://s3.mock.invalid",
+    "bucket": "mock-tenant-backups",
+    "accessKeyId": SECRET_PLACEHOLDER,
+    "secretAccessKey": SECRET_PLACEHOLDER,
+}
 
 MOCK_KUBECONFIG = f"""apiVersion: v1
 kind: Config

@@ -1,0 +1,277 @@
+"""The lab's object store for tenant backups: one SeaweedFS server with its S3 gateway in the
+management cluster, on a PersistentVolumeClaim (kind's default StorageClass), one bucket and one
+credential per tenant.
+
+Why SeaweedFS (seaweedfs/seaweedfs 4.44, Apache-2.0): a maintained S3-compatible server in one
+container, with per-bucket permissions for static identities (``"Read:<bucket>"`` and the like,
+``weed/s3api/auth_credentials.go:1831-1887``; any other bucket is refused, :2643-2646).
+
+Credentials: one random root secret per stack (a ``local.Command`` that runs once; its output is
+a secret in the state), and from it, by HMAC, one key per tenant. A tenant's backup Secret holds
+only its own key, which may read, write and list only its own bucket. There is no admin key:
+buckets are created inside the store's pod with ``weed shell`` (``backup-buckets.sh``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+from pulumi_command import local
+
+from components.backups.target import environment
+from components.config import Tenant
+from components.k8s_objects import typed_object
+from components.scripts import read_script
+from components.substrate import BASH, NOTHING_TO_DELETE, ManagementSite
+
+NAMESPACE = "gpu-platform-backups"
+STORE = "object-store"
+STORE_CONFIG = "object-store-identities"
+STORE_CLAIM = "object-store-data"
+S3_PORT = 8333
+FILER_PORT = 8888
+IMAGE = "chrislusf/seaweedfs:4.44"
+# The image's user (seaweedfs 4.44 docker/Dockerfile.go_build:91-97 owns /data as 1000:1000).
+_USER = 1000
+REGION = "us-east-1"
+ENDPOINT = f"http://{STORE}.{NAMESPACE}.svc:{S3_PORT}"
+
+
+def bucket_name(tenant: str) -> str:
+    """The tenant's bucket: ``<tenant>-backups`` (S3 allows 63 characters; a longer tenant
+    name keeps its first 46 and a hash of the whole)."""
+    name = f"{tenant}-backups"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(tenant.encode()).hexdigest()[:8]
+    return f"{tenant[:46].rstrip('-')}-{digest}-backups"
+
+
+def derived_secret(root: str, purpose: str) -> str:
+    """A key derived from the stack's root secret, one per purpose (``tenant:<name>``)."""
+    return hmac.new(root.encode(), purpose.encode(), hashlib.sha256).hexdigest()
+
+
+def access_key_id(tenant: str) -> str:
+    return f"backup-{hashlib.sha256(tenant.encode()).hexdigest()[:16]}"
+
+
+def identity_name(tenant: str) -> str:
+    return f"tenant-{tenant}"
+
+
+def identities(root: str, tenants: Sequence[str]) -> dict[str, Any]:
+    """SeaweedFS's ``-s3.config``: one identity per tenant that may only read, write and list
+    its own bucket (s3_constants/s3_actions.go:4-11; Write covers PUT and DELETE of objects, List
+    ListObjectsV2, s3api_server.go:867-968)."""
+    entries: list[dict[str, Any]] = []
+    for tenant in tenants:
+        bucket = bucket_name(tenant)
+        entries.append(
+            {
+                "name": identity_name(tenant),
+                "credentials": [
+                    {
+                        "accessKey": access_key_id(tenant),
+                        "secretKey": derived_secret(root, f"tenant:{tenant}"),
+                    }
+                ],
+                "actions": [f"Read:{bucket}", f"Write:{bucket}", f"List:{bucket}"],
+            }
+        )
+    return {"identities": entries}
+
+
+def tenant_target(root: str, tenant: str) -> dict[str, str]:
+    """The tenant's backup Secret data: its bucket and its own key only."""
+    return environment(
+        endpoint=ENDPOINT,
+        bucket=bucket_name(tenant),
+        access_key_id=access_key_id(tenant),
+        secret_access_key=derived_secret(root, f"tenant:{tenant}"),
+        region=REGION,
+    )
+
+
+# ------------------------------------------------------------------------------- manifests
+
+
+def _meta(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": NAMESPACE,
+        "labels": {"app.kubernetes.io/name": STORE, "app.kubernetes.io/part-of": "gpu-platform"},
+    }
+
+
+def namespace() -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+
+
+def claim(size: str = "10Gi") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _meta(STORE_CLAIM),
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
+    }
+
+
+def config_secret() -> dict[str, Any]:
+    """The identities Secret's manifest (its data is registered as a secret)."""
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": _meta(STORE_CONFIG), "type": "Opaque"}
+
+
+def _security() -> dict[str, Any]:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": _USER,
+        "runAsGroup": _USER,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def deployment(config_digest: str) -> dict[str, Any]:
+    """``weed server`` with the filer and S3 (seaweedfs 4.44 weed/command/server.go:247-248)
+    bypassing the image's entrypoint defaults (docker/entrypoint.sh:93-100). Small volumes and a
+    bounded count so that several tenants' buckets (one collection each, seven volumes grown per
+    collection, weed/command/scaffold/master.toml:39) fit a lab disk: seaweedfs#4419 and #10294
+    run out of volume slots otherwise; growth one volume at a time
+    (``WEED_MASTER_VOLUME_GROWTH_COPY_1``, weed/util/config.go:119-122). Readiness is the
+    filer's health, which checks its metadata store (weed/server/filer_server_handlers.go:
+    360-368); the S3 port's /healthz always answers 200 (s3api_server.go:757-759)."""
+    container = {
+        "name": "seaweedfs",
+        "image": IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["weed"],
+        "args": [
+            "server",
+            "-dir=/data",
+            "-ip.bind=0.0.0.0",
+            "-master.volumeSizeLimitMB=256",
+            "-volume.max=32",
+            "-master.defaultReplication=000",
+            "-s3",
+            f"-s3.port={S3_PORT}",
+            "-s3.config=/etc/seaweedfs/s3/identities.json",
+        ],
+        "env": [{"name": "WEED_MASTER_VOLUME_GROWTH_COPY_1", "value": "1"}],
+        "ports": [
+            {"name": "s3", "containerPort": S3_PORT},
+            {"name": "filer", "containerPort": FILER_PORT},
+        ],
+        "readinessProbe": {"httpGet": {"path": "/healthz", "port": FILER_PORT}},
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": S3_PORT},
+            "initialDelaySeconds": 30,
+        },
+        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+        "securityContext": _security(),
+        "volumeMounts": [
+            {"name": "data", "mountPath": "/data"},
+            {"name": "identities", "mountPath": "/etc/seaweedfs/s3", "readOnly": True},
+        ],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(STORE),
+        "spec": {
+            "replicas": 1,
+            # One pod owns the volume at a time.
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": {"app.kubernetes.io/name": STORE}},
+            "template": {
+                "metadata": {
+                    "labels": {"app.kubernetes.io/name": STORE},
+                    # A new identity (a tenant added) restarts the server, which reads the file
+                    # at start.
+                    "annotations": {"gpu-platform.io/identities-sha256": config_digest},
+                },
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"runAsNonRoot": True, "fsGroup": _USER},
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "data", "persistentVolumeClaim": {"claimName": STORE_CLAIM}},
+                        {"name": "identities", "secret": {"secretName": STORE_CONFIG}},
+                    ],
+                },
+            },
+        },
+    }
+
+
+def service() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(STORE),
+        "spec": {
+            "selector": {"app.kubernetes.io/name": STORE},
+            "ports": [{"name": "s3", "port": S3_PORT, "targetPort": S3_PORT}],
+        },
+    }
+
+
+# ------------------------------------------------------------------------------ registration
+
+
+def register(
+    site: ManagementSite, tenants: Sequence[Tenant]
+) -> Mapping[str, pulumi.Output[dict[str, str]]]:
+    """The store and one bucket per tenant; returns each tenant's target (secret)."""
+    name = site.name
+    names = [tenant.name for tenant in tenants]
+    root_command = local.Command(
+        f"{name}-backup-store-root-secret",
+        create=read_script("management", "new-secret.sh"),
+        delete=NOTHING_TO_DELETE,
+        interpreter=list(BASH),
+        opts=pulumi.ResourceOptions(parent=site.component, additional_secret_outputs=["stdout"]),
+    )
+    root: pulumi.Output[str] = pulumi.Output.secret(root_command.stdout.apply(str.strip))
+    config_text = root.apply(lambda r: json.dumps(identities(r, names), indent=1))
+    ns = typed_object(f"{name}-backup-store-ns", namespace(), site.k8s_opts())
+    data = typed_object(f"{name}-backup-store-claim", claim(), site.k8s_opts([ns]))
+    identities_secret = typed_object(
+        f"{name}-backup-store-identities",
+        config_secret(),
+        site.k8s_opts([ns]).merge(
+            pulumi.ResourceOptions(additional_secret_outputs=["stringData", "data"])
+        ),
+        string_data=pulumi.Output.secret(config_text.apply(lambda t: {"identities.json": t})),
+    )
+    digest = config_text.apply(lambda t: hashlib.sha256(t.encode()).hexdigest())
+    store = typed_object(
+        f"{name}-backup-store",
+        deployment("<digest>"),
+        site.k8s_opts([data, identities_secret]),
+        spec=digest.apply(lambda d: deployment(d)["spec"]),
+    )
+    typed_object(f"{name}-backup-store-service", service(), site.k8s_opts([ns]))
+    buckets = site.gate(
+        "backup-store-buckets",
+        {
+            "NAMESPACE": NAMESPACE,
+            "STORE": STORE,
+            "BUCKETS": " ".join(f"{bucket_name(t)}={identity_name(t)}" for t in names),
+        },
+        [store],
+        script="backup-buckets.sh",
+    )
+    # A tenant's backups wait for its bucket: the target is known once the buckets exist.
+    ready_root = pulumi.Output.all(root, buckets.id).apply(lambda parts: str(parts[0]))
+    return {tenant: _target_of(ready_root, tenant) for tenant in names}
+
+
+def _target_of(root: pulumi.Output[str], tenant: str) -> pulumi.Output[dict[str, str]]:
+    return pulumi.Output.secret(root.apply(lambda r: tenant_target(r, tenant)))
