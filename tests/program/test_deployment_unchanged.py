@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "977c73be56d1935f5d39d1556c794d2432f3e3f8"
+BASELINE = "049ea58673319de8133ea1e238ae1b8220c5edbe"
 
 
 def _has_commit(commit: str) -> bool:
