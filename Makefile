@@ -67,10 +67,23 @@ $(STATE_DIR):
 lab-stack: | tools $(STATE_DIR)
 	$(PULUMI) stack select lab --create
 
+# The backup tests' S3 server and SigV4 oracle (moto, botocore) in their own interpreter:
+# botocore needs python-dateutil<3 and kubernetes (.venv) >=3 (tests/backup/requirements-s3.txt).
+BACKUP_TEST_VENV := tests/backup/.venv
+BACKUP_TEST_STAMP := $(BACKUP_TEST_VENV)/.gpu-platform-installed
+$(BACKUP_TEST_STAMP): tests/backup/requirements-s3.txt
+	@echo "== preparing $(BACKUP_TEST_VENV): the backup tests' S3 server (moto) and signer (botocore)"
+	@test -x $(BACKUP_TEST_VENV)/bin/python || $(PYTHON) -m venv $(BACKUP_TEST_VENV)
+	@$(BACKUP_TEST_VENV)/bin/python -m pip install --quiet -r tests/backup/requirements-s3.txt
+	@touch $@
+
+.PHONY: backup-test-venv
+backup-test-venv: $(BACKUP_TEST_STAMP) ## Create tests/backup/.venv (moto, botocore) for the backup tests
+
 .PHONY: test
 # pytest exits 5 when it collected no test. make turns every failed recipe into its own exit
 # status 2, so only the recipe can tell "no tests ran" apart from a failure and say so.
-test: venv policy-venv ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
+test: venv policy-venv backup-test-venv ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
 	$(BIN)/python -m pytest -q -m "not live and not integration" || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "FAIL: no tests ran (pytest collected none)" >&2; fi; \
 	  exit $$status; }
@@ -169,6 +182,26 @@ usage: venv $(STACK_READY) ## Per-tenant GPU usage (allocated, used, efficiency)
 	@$(PULUMI) stack output --stack $(STACK) --show-secrets managementKubeconfig \
 	  | $(BIN)/python scripts/usage.py --kubeconfig-stdin --window $(WINDOW) --format $(FORMAT) \
 	    $(if $(OUTPUT),--output $(OUTPUT))
+
+# Backups (docs/backups.md): a Job from the tenant's own CronJob in the management cluster.
+TENANT ?=
+BACKUP ?= latest
+YES ?=
+BACKUPS := $(BIN)/python scripts/backups.py --kubeconfig-stdin
+MANAGEMENT_KUBECONFIG := $(PULUMI) stack output --stack $(STACK) --show-secrets managementKubeconfig
+
+.PHONY: backup backups restore
+backup: venv $(STACK_READY) ## Back TENANT up now (verified, like the scheduled backups)
+	@test -n "$(TENANT)" || { echo "make backup TENANT=<name>" >&2; exit 2; }
+	@$(MANAGEMENT_KUBECONFIG) | $(BACKUPS) backup --tenant $(TENANT)
+
+backups: venv $(STACK_READY) ## List TENANT's backups, newest first
+	@test -n "$(TENANT)" || { echo "make backups TENANT=<name>" >&2; exit 2; }
+	@$(MANAGEMENT_KUBECONFIG) | $(BACKUPS) list --tenant $(TENANT)
+
+restore: venv $(STACK_READY) ## Restore TENANT from BACKUP=<name>|latest (stops its API server; needs YES=1)
+	@test -n "$(TENANT)" || { echo "make restore TENANT=<name> [BACKUP=<name>] YES=1" >&2; exit 2; }
+	@$(MANAGEMENT_KUBECONFIG) | $(BACKUPS) restore --tenant $(TENANT) --backup $(BACKUP) $(if $(YES),--yes)
 
 .PHONY: docs
 docs: venv ## Regenerate docs/configuration.md's reference and the lab's image list (docs/lab.md)

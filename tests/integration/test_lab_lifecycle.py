@@ -62,8 +62,9 @@ REQUIRED_PASSED = (
 # The runtime-isolation tests need real NVIDIA GPUs: on the lab's mock devices they must skip,
 # never pass (tests/acceptance/gpu_plan.py).
 REAL_GPU_ONLY = GPU_TEST_IDS
-# Opt-in drills change the deployed stack for good (TC-19 upgrades a tenant): not run here.
-OPT_IN_DRILLS = ("TC-19",)
+# Opt-in drills change the deployed stack for good (TC-19 upgrades a tenant, TC-20 rolls one back
+# to a backup): not run here.
+OPT_IN_DRILLS = ("TC-19", "TC-20")
 
 
 def missing_requirements(

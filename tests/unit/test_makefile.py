@@ -139,7 +139,10 @@ def _ci_checkout(tmp_path: Path) -> Path:
     for name in ("requirements.txt", "requirements-dev.txt", "constraints.txt"):
         (root / name).touch()
     (root / "policies" / "requirements.txt").touch()
-    for venv in (root / ".venv", root / "policies" / ".venv"):
+    (root / "tests" / "backup").mkdir(parents=True)
+    (root / "tests" / "backup" / "requirements-s3.txt").touch()
+    venvs = (root / ".venv", root / "policies" / ".venv", root / "tests" / "backup" / ".venv")
+    for venv in venvs:
         (venv / "bin").mkdir(parents=True)
         for tool in ("python", "ruff", "mypy", "lint-imports", "shellcheck"):
             fake = venv / "bin" / tool
@@ -149,7 +152,7 @@ def _ci_checkout(tmp_path: Path) -> Path:
     for path in root.rglob("*requirements*.txt"):
         os.utime(path, (old, old))
     os.utime(root / "constraints.txt", (old, old))
-    for venv in (root / ".venv", root / "policies" / ".venv"):
+    for venv in venvs:
         (venv / ".gpu-platform-installed").touch()
     return root
 

@@ -1,0 +1,223 @@
+"""Run a tenant's backup now, list its backups, or restore one (``make backup``, ``make backups``,
+``make restore``; docs/backups.md).
+
+Each action is a Job made from the tenant's own CronJob in the management cluster
+(``components.backups.objects``): ``datastore-backup`` as it is (a backup now), its upload step
+alone with ``list`` (the listing, read with the tenant's own credentials), or the suspended
+``datastore-restore`` with the backup to restore (``BACKUP_NAME``). A restore stops the tenant's
+API server until the restored keys are checked, so it runs only with ``--yes``.
+
+The management kubeconfig comes on stdin (``make`` pipes ``pulumi stack output --show-secrets
+managementKubeconfig``) and is written to a private temporary file, never printed.
+
+Usage: ``python scripts/backups.py {backup,list,restore} --tenant NAME [--backup NAME|latest]
+[--yes] [--timeout SECONDS] --kubeconfig-stdin``
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from components.backups.objects import BACKUP, RESTORE
+from components.labels import TENANT_LABEL
+
+Kubectl = Callable[[Sequence[str], str | None], str]
+
+
+class BackupsError(Exception):
+    """One line for the user."""
+
+
+def job_from(
+    cron_job: Mapping[str, Any],
+    name: str,
+    *,
+    only: str | None = None,
+    command: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Job from ``cron_job``'s template, as ``kubectl create job --from=cronjob/...`` makes one
+    (owned by the CronJob, so it is listed with it), with changes: ``only`` keeps that container
+    alone (no init containers), ``command`` replaces its last argument (the subcommand of
+    ``tenant_backup.py``), ``env`` sets variables in every container that has them already."""
+    template = copy.deepcopy(cron_job["spec"]["jobTemplate"])
+    pod = template["spec"]["template"]["spec"]
+    if only is not None:
+        containers = list(pod["containers"] + pod.get("initContainers", []))
+        chosen = [c for c in containers if c["name"] == only]
+        if not chosen:
+            raise BackupsError(f"{cron_job['metadata']['name']} has no container {only!r}")
+        pod["containers"] = chosen
+        pod.pop("initContainers", None)
+        if command is not None:
+            chosen[0]["command"] = [*chosen[0]["command"][:-1], command]
+    for container in pod.get("initContainers", []) + pod["containers"]:
+        for entry in container.get("env", []):
+            if env and entry["name"] in env:
+                entry["value"] = env[entry["name"]]
+                entry.pop("valueFrom", None)
+    metadata = cron_job["metadata"]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": metadata["namespace"],
+            "labels": dict(metadata.get("labels", {})),
+            "annotations": {"cronjob.kubernetes.io/instantiate": "manual"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "CronJob",
+                    "name": metadata["name"],
+                    "uid": metadata["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": template["spec"],
+    }
+
+
+def find_cron_job(kubectl: Kubectl, tenant: str, which: str) -> dict[str, Any]:
+    """The tenant's ``datastore-backup`` or ``datastore-restore`` CronJob, wherever its
+    management namespace is (found by the tenant label)."""
+    selector = f"{TENANT_LABEL}={tenant},app.kubernetes.io/name={which}"
+    found = json.loads(kubectl(["get", "cronjobs", "-A", "-l", selector, "-o", "json"], None))
+    items: list[dict[str, Any]] = found.get("items", [])
+    if len(items) != 1:
+        raise BackupsError(
+            f"tenant {tenant!r} has no {which} CronJob (found {len(items)}): is the tenant "
+            "deployed with tenants[].backups.enabled?"
+        )
+    return items[0]
+
+
+def run_job(
+    kubectl: Kubectl, job: Mapping[str, Any], timeout: float, poll: float = 3.0
+) -> tuple[bool, str]:
+    """Create ``job``, wait until it succeeds or fails, and return (succeeded, its logs)."""
+    namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    kubectl(["create", "-f", "-"], json.dumps(job))
+    deadline = time.monotonic() + timeout
+    succeeded = False
+    while True:
+        status = json.loads(kubectl(["-n", namespace, "get", "job", name, "-o", "json"], None))
+        counts = status.get("status", {})
+        if counts.get("succeeded"):
+            succeeded = True
+            break
+        if counts.get("failed"):
+            break
+        if time.monotonic() > deadline:
+            raise BackupsError(f"job {namespace}/{name} did not finish in {timeout:.0f}s")
+        time.sleep(poll)
+    logs = kubectl(["-n", namespace, "logs", f"job/{name}", "--all-containers", "--prefix"], None)
+    return succeeded, logs
+
+
+def summaries(logs: str) -> list[dict[str, Any]]:
+    """The JSON summary lines ``tenant_backup.py`` prints, in order."""
+    found = []
+    for line in logs.splitlines():
+        text = line.split(" ", 1)[1] if line.startswith("[") and " " in line else line
+        if text.startswith("{"):
+            try:
+                found.append(json.loads(text))
+            except ValueError:
+                continue
+    return found
+
+
+def _kubectl_with(kubeconfig: Path) -> Kubectl:
+    def kubectl(args: Sequence[str], stdin: str | None) -> str:
+        done = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise BackupsError(f"kubectl {args[0]} failed: {done.stderr.strip()}")
+        return done.stdout
+
+    return kubectl
+
+
+def act(kubectl: Kubectl, args: argparse.Namespace) -> int:
+    stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    started = time.monotonic()
+    if args.action == "restore":
+        if not args.yes:
+            raise BackupsError(
+                f"a restore stops {args.tenant}'s API server until the restored keys are "
+                "checked and replaces every key of the tenant: run again with --yes (make "
+                "restore ... YES=1)"
+            )
+        cron_job = find_cron_job(kubectl, args.tenant, RESTORE)
+        job = job_from(cron_job, f"{RESTORE}-{stamp}", env={"BACKUP_NAME": args.backup})
+    elif args.action == "list":
+        cron_job = find_cron_job(kubectl, args.tenant, BACKUP)
+        job = job_from(cron_job, f"{BACKUP}-list-{stamp}", only="upload", command="list")
+    else:
+        cron_job = find_cron_job(kubectl, args.tenant, BACKUP)
+        job = job_from(cron_job, f"{BACKUP}-manual-{stamp}")
+    succeeded, logs = run_job(kubectl, job, args.timeout)
+    seconds = time.monotonic() - started
+    for summary in summaries(logs):
+        print(json.dumps(summary))
+    if not succeeded:
+        sys.stderr.write(logs)
+        raise BackupsError(
+            f"{args.action} of {args.tenant} failed after {seconds:.0f}s (job "
+            f"{job['metadata']['namespace']}/{job['metadata']['name']}; its logs are above)"
+        )
+    print(f"{args.action} of {args.tenant}: done in {seconds:.0f}s", file=sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=("backup", "list", "restore"))
+    parser.add_argument("--tenant", required=True)
+    parser.add_argument("--backup", default="latest", help="object name or latest (restore)")
+    parser.add_argument("--yes", action="store_true", help="really restore")
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument(
+        "--kubeconfig-stdin", action="store_true", help="the management kubeconfig on stdin"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.kubeconfig_stdin:
+            text = sys.stdin.read()
+            if not text.strip():
+                raise BackupsError("no kubeconfig on stdin: deploy the stack first (make lab)")
+            with tempfile.TemporaryDirectory(prefix="gpu-platform-backups-") as scratch:
+                path = Path(scratch) / "kubeconfig"
+                path.write_text(text)
+                os.chmod(path, 0o600)
+                return act(_kubectl_with(path), args)
+        kubeconfig = os.environ.get("KUBECONFIG")
+        if not kubeconfig:
+            raise BackupsError("give the management kubeconfig on stdin or in KUBECONFIG")
+        return act(_kubectl_with(Path(kubeconfig)), args)
+    except BackupsError as error:
+        print(f"FAIL: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,309 @@
+"""A tenant's backup objects (components.backups.objects) and the lab's store
+(components.lab.backup_store): valid for the clusters' Kubernetes version, every variable the
+scripts need is set in the container that runs them, the restore's steps in their order, the
+least privilege of each ServiceAccount, and one bucket-scoped identity per tenant."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+import pytest
+
+from components.backups import objects
+from components.backups.target import target_environment
+from components.config import ConfigError
+from components.lab import backup_store
+from components.prod.substrate import CLUSTER_PAUSE
+from components.scripts import SCRIPTS_ROOT
+from tests.support.kube_schemas import builtin_violations
+
+VERSION = "v1.35.0"
+LAB = objects.BackupPlan(
+    tenant="tenant-a",
+    namespace="tenant-a",
+    control_plane="tenant-a",
+    schema="tenant_a",
+    schedule="17 */6 * * *",
+    retention=8,
+)
+PROD = objects.BackupPlan(
+    tenant="team-vision",
+    namespace="team-vision",
+    control_plane="team-vision",
+    schema="team_vision",
+    schedule="17 */4 * * *",
+    retention=12,
+    pause_owner=CLUSTER_PAUSE,
+)
+
+
+def _all(plan: objects.BackupPlan) -> list[dict[str, Any]]:
+    return [
+        objects.scripts_config_map(plan),
+        objects.target_secret(plan),
+        *objects.access(plan, restore=False),
+        *objects.access(plan, restore=True),
+        objects.backup_cron_job(plan),
+        objects.restore_cron_job(plan),
+    ]
+
+
+def _store() -> list[dict[str, Any]]:
+    return [
+        backup_store.namespace(),
+        backup_store.claim(),
+        backup_store.config_secret(),
+        backup_store.deployment("0" * 64),
+        backup_store.service(),
+    ]
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [*_all(LAB), *_all(PROD), *_store()],
+    ids=lambda m: f"{m['kind']}-{m['metadata']['name']}",
+)
+def test_every_object_validates_against_the_clusters_openapi_schema(
+    manifest: dict[str, Any],
+) -> None:
+    assert builtin_violations(VERSION, manifest) == []
+
+
+def test_the_schema_check_can_fail() -> None:
+    broken = objects.backup_cron_job(LAB)
+    broken["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] = 7
+    assert builtin_violations(VERSION, broken)
+
+
+def _pod(cron_job: dict[str, Any]) -> dict[str, Any]:
+    pod: dict[str, Any] = cron_job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return pod
+
+
+def _script_of(container: dict[str, Any]) -> str:
+    """The script file a container runs (``sh|bash|python3 /scripts/<file> ...``)."""
+    return str(container["command"][1]).removeprefix(f"{objects.SCRIPTS_DIR}/")
+
+
+def _required_env(script: str, command: str) -> set[str]:
+    """Variables a script refuses to run without: ``${NAME:?`` in shell; in the Python tool,
+    ``_env("NAME")`` without a default in the subcommand's own function (``cmd_<command>``) and in
+    the helpers every subcommand shares."""
+    text = (SCRIPTS_ROOT / "backup" / script).read_text()
+    if not script.endswith(".py"):
+        return set(re.findall(r"\$\{([A-Z_]+):\?", text))
+    required: set[str] = set()
+    for node in ast.parse(text).body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        own = node.name == f"cmd_{command.replace('-', '_')}"
+        if node.name.startswith("cmd_") and not own:
+            continue
+        for call in ast.walk(node):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id == "_env"
+                and len(call.args) == 1
+                and isinstance(call.args[0], ast.Constant)
+            ):
+                required.add(str(call.args[0].value))
+    return required
+
+
+@pytest.mark.parametrize("plan", [LAB, PROD], ids=["lab", "prod"])
+@pytest.mark.parametrize("build", [objects.backup_cron_job, objects.restore_cron_job])
+def test_every_container_has_what_its_script_requires(plan: objects.BackupPlan, build: Any) -> None:
+    pod = _pod(build(plan))
+    for container in [*pod["initContainers"], *pod["containers"]]:
+        names = {entry["name"] for entry in container["env"]}
+        script = _script_of(container)
+        assert (SCRIPTS_ROOT / "backup" / script).is_file(), script
+        required = _required_env(script, str(container["command"][-1]))
+        if script.endswith(".sh") and script.startswith("etcd-"):
+            # The endpoints come from $WORK_DIR/endpoints, written by the endpoints step first.
+            required.discard("ETCDCTL_ENDPOINTS")
+        missing = required - names
+        assert not missing, f"{container['name']} runs {script} without {sorted(missing)}"
+        mounted = {mount["mountPath"] for mount in container["volumeMounts"]}
+        for entry in container["env"]:
+            value = entry.get("value", "")
+            for root in (objects.CERTS_DIR, objects.TARGET_DIR):
+                if value.startswith(root + "/"):
+                    assert root in mounted, f"{container['name']}: {entry['name']} -> {value}"
+
+
+def test_the_backup_reads_its_endpoints_before_it_exports() -> None:
+    pod = _pod(objects.backup_cron_job(LAB))
+    steps = [c["name"] for c in [*pod["initContainers"], *pod["containers"]]]
+    assert steps == ["endpoints", "export", "upload"]
+
+
+def test_the_restore_verifies_before_it_stops_and_starts_only_after_the_check() -> None:
+    pod = _pod(objects.restore_cron_job(PROD))
+    steps = [c["name"] for c in pod["initContainers"]]
+    assert steps == ["endpoints", "fetch", "stop", "import", "export", "check"]
+    assert [c["name"] for c in pod["containers"]] == ["start"]
+    check = pod["initContainers"][-1]
+    assert {"name": "EXPORT_FILE", "value": "restored.json"} in check["env"]
+    assert check["command"][-1] == "check-restored"
+
+
+def test_the_restore_never_runs_by_itself() -> None:
+    job = objects.restore_cron_job(LAB)
+    assert job["spec"]["suspend"] is True
+    assert job["spec"]["jobTemplate"]["spec"]["backoffLimit"] == 0
+    assert objects.backup_cron_job(LAB)["spec"].get("suspend") is not True
+
+
+def test_credentials_come_from_the_secret_never_from_the_manifest() -> None:
+    for build in (objects.backup_cron_job, objects.restore_cron_job):
+        text = json.dumps(build(LAB))
+        for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            assert f'"name": "{key}", "valueFrom"' in text
+    assert "data" not in objects.target_secret(LAB)
+    assert "stringData" not in objects.target_secret(LAB)
+
+
+def _rules(plan: objects.BackupPlan, restore: bool) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = objects.access(plan, restore)[1]["rules"]
+    return rules
+
+
+def test_the_backup_may_only_read_its_own_control_planes_deployment() -> None:
+    assert _rules(LAB, restore=False) == [
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments"],
+            "resourceNames": ["tenant-a"],
+            "verbs": ["get"],
+        }
+    ]
+
+
+def test_only_the_prod_restore_may_pause_the_cluster() -> None:
+    def groups(plan: objects.BackupPlan) -> set[str]:
+        return {group for rule in _rules(plan, restore=True) for group in rule["apiGroups"]}
+
+    assert "cluster.x-k8s.io" in groups(PROD)
+    assert "cluster.x-k8s.io" not in groups(LAB)
+    start = _pod(objects.restore_cron_job(PROD))["containers"][0]
+    assert {"name": "PAUSE_OWNER", "value": "clusters.cluster.x-k8s.io"} in start["env"]
+    for rule in _rules(PROD, restore=True):
+        if rule["resources"] != ["pods"]:
+            assert rule["resourceNames"] == ["team-vision"], rule
+
+
+def test_the_etcd_steps_authenticate_with_kamajis_certificate_for_the_tenant() -> None:
+    volumes = _pod(objects.backup_cron_job(LAB))["volumes"]
+    certs = next(v for v in volumes if v["name"] == "etcd-certs")
+    assert certs["secret"]["secretName"] == "tenant-a-datastore-certificate"
+    export = _pod(objects.backup_cron_job(LAB))["initContainers"][1]
+    env = {e["name"]: e.get("value") for e in export["env"]}
+    assert env["ETCDCTL_CERT"].endswith("/server.crt")
+    assert env["BACKUP_PREFIX"] == "/tenant_a/"
+
+
+# --------------------------------------------------------------------------- the lab's store
+
+
+def test_each_tenant_may_only_touch_its_own_bucket() -> None:
+    config = backup_store.identities("r" * 64, ["tenant-a", "tenant-b"])
+    by_name = {i["name"]: i for i in config["identities"]}
+    assert set(by_name) == {"tenant-tenant-a", "tenant-tenant-b"}
+    for tenant in ("tenant-a", "tenant-b"):
+        actions = by_name[f"tenant-{tenant}"]["actions"]
+        bucket = backup_store.bucket_name(tenant)
+        assert sorted(actions) == sorted([f"Read:{bucket}", f"Write:{bucket}", f"List:{bucket}"])
+        assert not [a for a in actions if ":" not in a], "an unscoped action reaches every bucket"
+    keys = [i["credentials"][0]["secretKey"] for i in config["identities"]]
+    assert len(set(keys)) == 2
+
+
+def test_a_tenants_target_holds_only_its_own_key() -> None:
+    root = "ab" * 32
+    a = backup_store.tenant_target(root, "tenant-a")
+    b = backup_store.tenant_target(root, "tenant-b")
+    assert a["AWS_SECRET_ACCESS_KEY"] != b["AWS_SECRET_ACCESS_KEY"]
+    assert a["S3_BUCKET"] != b["S3_BUCKET"]
+    assert b["AWS_SECRET_ACCESS_KEY"] not in json.dumps(a)
+    # Another root secret gives other keys.
+    assert backup_store.tenant_target("cd" * 32, "tenant-a") != a
+
+
+def test_bucket_names_follow_s3_rules_for_every_tenant_name_length() -> None:
+    seen = set()
+    for length in range(1, 64):
+        name = ("t" * length)[:length]
+        bucket = backup_store.bucket_name(name)
+        assert re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket), bucket
+        seen.add(bucket)
+    assert len(seen) == 63
+
+
+def test_the_store_reads_the_identities_it_is_given() -> None:
+    spec = backup_store.deployment("d" * 64)["spec"]["template"]
+    container = spec["spec"]["containers"][0]
+    config_arg = next(a for a in container["args"] if a.startswith("-s3.config="))
+    path = config_arg.split("=", 1)[1]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "identities")
+    assert path.startswith(mount["mountPath"] + "/")
+    assert spec["metadata"]["annotations"]["gpu-platform.io/identities-sha256"] == "d" * 64
+
+
+# ---------------------------------------------------------------------------- the S3 target
+
+
+def test_a_configured_target_becomes_the_secrets_data() -> None:
+    raw = json.dumps(
+        {
+            "endpoint": "https://s3.example.internal:9000/",
+            "bucket": "vision-backups",
+            "accessKeyId": "AK",
+            "secretAccessKey": "SK",
+            "prefix": "prod/team-vision",
+        }
+    )
+    env = target_environment(raw, "visionBackupTarget")
+    assert env["S3_ENDPOINT"] == "https://s3.example.internal:9000"
+    assert env["S3_PREFIX"] == "prod/team-vision/"
+    assert env["S3_REGION"] == "us-east-1"
+    assert set(env) == {*objects.TARGET_ENV, objects.TARGET_CA_KEY}
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ("not json", "is not JSON"),
+        ("[]", "is not a JSON object"),
+        ('{"endpoint": "https://s3", "bucket": "ab-c"}', "lacks accessKeyId, secretAccessKey"),
+        (
+            '{"endpoint": "s3.example", "bucket": "abc", "accessKeyId": "k", '
+            '"secretAccessKey": "hunter2"}',
+            "endpoint is not an http(s)",
+        ),
+        (
+            '{"endpoint": "https://s3", "bucket": "Bad_Bucket", "accessKeyId": "k", '
+            '"secretAccessKey": "hunter2"}',
+            "bucket is not an S3 bucket name",
+        ),
+        (
+            '{"endpoint": "https://s3", "bucket": "abc", "accessKeyId": "k", '
+            '"secretAccessKey": "hunter2", "sessionToken": "x"}',
+            "unknown keys sessionToken",
+        ),
+    ],
+)
+def test_a_malformed_target_is_one_line_naming_the_key_never_the_value(
+    raw: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        target_environment(raw, "visionBackupTarget")
+    message = str(caught.value)
+    assert message.startswith("visionBackupTarget: ")
+    assert words in message
+    assert "\n" not in message
+    assert "hunter2" not in message
