@@ -1,0 +1,147 @@
+"""scripts/backups.py: the Jobs it makes from the tenant's CronJobs (components.backups.objects)
+and how it reads the tool's summaries; the cluster side is faked by a recorded kubectl."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.backups import objects
+
+
+def _load_tool() -> Any:
+    path = Path(__file__).resolve().parents[2] / "scripts" / "backups.py"
+    spec = importlib.util.spec_from_file_location("backups_tool", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["backups_tool"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+backups = _load_tool()
+
+PLAN = objects.BackupPlan(
+    tenant="tenant-a",
+    namespace="tenant-a",
+    control_plane="tenant-a",
+    schema="tenant_a",
+    schedule="17 */6 * * *",
+    retention=8,
+)
+
+
+def _live(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The CronJob as the API returns it (with a uid)."""
+    live = json.loads(json.dumps(manifest))
+    live["metadata"]["uid"] = "0a1b2c3d"
+    return live
+
+
+def _containers(job: dict[str, Any]) -> list[dict[str, Any]]:
+    pod = job["spec"]["template"]["spec"]
+    return [*pod.get("initContainers", []), *pod["containers"]]
+
+
+def test_a_restore_job_names_the_backup_in_its_fetch_step_only() -> None:
+    cron_job = _live(objects.restore_cron_job(PLAN))
+    job = backups.job_from(cron_job, "datastore-restore-1", env={"BACKUP_NAME": "tenant-a-x.gz"})
+    fetch = next(c for c in _containers(job) if c["name"] == "fetch")
+    assert {"name": "BACKUP_NAME", "value": "tenant-a-x.gz"} in fetch["env"]
+    assert [c["name"] for c in _containers(job)] == [
+        c["name"] for c in _containers(cron_job["spec"]["jobTemplate"])
+    ]
+    assert job["metadata"]["ownerReferences"][0]["uid"] == "0a1b2c3d"
+    assert job["metadata"]["namespace"] == "tenant-a"
+    # The CronJob itself is untouched (a deep copy).
+    original = next(c for c in _containers(cron_job["spec"]["jobTemplate"]) if c["name"] == "fetch")
+    assert {"name": "BACKUP_NAME", "value": "latest"} in original["env"]
+
+
+def test_a_listing_runs_the_upload_container_alone_with_list() -> None:
+    job = backups.job_from(
+        _live(objects.backup_cron_job(PLAN)),
+        "datastore-backup-list-1",
+        only="upload",
+        command="list",
+    )
+    pod = job["spec"]["template"]["spec"]
+    assert "initContainers" not in pod
+    assert [c["name"] for c in pod["containers"]] == ["upload"]
+    assert pod["containers"][0]["command"][-1] == "list"
+    secret_env = {e["name"] for e in pod["containers"][0]["env"] if "valueFrom" in e}
+    assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} <= secret_env
+
+
+def test_an_unknown_container_is_one_line() -> None:
+    with pytest.raises(backups.BackupsError, match="has no container 'nope'"):
+        backups.job_from(_live(objects.backup_cron_job(PLAN)), "x", only="nope")
+
+
+def test_summaries_are_read_from_prefixed_logs() -> None:
+    logs = (
+        "[pod/datastore-restore-1-abc/stop] stopped tenant-a\n"
+        '[pod/datastore-restore-1-abc/check] {"action": "restored", "keysRestored": 42}\n'
+        "[pod/datastore-restore-1-abc/start] started tenant-a\n"
+    )
+    assert backups.summaries(logs) == [{"action": "restored", "keysRestored": 42}]
+
+
+class _Cluster:
+    """A recorded kubectl: the CronJob lookup, the Job's create and status, its logs."""
+
+    def __init__(self, cron_job: dict[str, Any], job_status: dict[str, int], logs: str) -> None:
+        self.cron_job, self.job_status, self.logs = cron_job, job_status, logs
+        self.created: list[dict[str, Any]] = []
+
+    def __call__(self, args: Sequence[str], stdin: str | None) -> str:
+        if args[:2] == ["get", "cronjobs"]:
+            return json.dumps({"items": [self.cron_job]})
+        if args[:2] == ["create", "-f"]:
+            assert stdin is not None
+            self.created.append(json.loads(stdin))
+            return ""
+        if "job" in args and "get" in args:
+            return json.dumps({"status": self.job_status})
+        if "logs" in args:
+            return self.logs
+        raise AssertionError(f"unexpected kubectl {args}")
+
+
+def _args(action: str, yes: bool = False) -> argparse.Namespace:
+    return argparse.Namespace(
+        action=action, tenant="tenant-a", backup="latest", yes=yes, timeout=5.0
+    )
+
+
+def test_a_restore_without_yes_creates_nothing() -> None:
+    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), {"succeeded": 1}, "")
+    with pytest.raises(backups.BackupsError, match="--yes"):
+        backups.act(cluster, _args("restore"))
+    assert cluster.created == []
+
+
+def test_a_failed_job_fails_the_command_with_its_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    logs = "[pod/x/fetch] error: archive sha256 mismatch\n"
+    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), {"failed": 1}, logs)
+    with pytest.raises(backups.BackupsError, match="restore of tenant-a failed"):
+        backups.act(cluster, _args("restore", yes=True))
+    assert "sha256 mismatch" in capsys.readouterr().err
+    assert len(cluster.created) == 1
+
+
+def test_a_backup_prints_the_tools_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    logs = '[pod/x/upload] {"action": "backup", "name": "tenant-a-1.json.gz"}\n'
+    cluster = _Cluster(_live(objects.backup_cron_job(PLAN)), {"succeeded": 1}, logs)
+    assert backups.act(cluster, _args("backup")) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out.splitlines()[0])["name"] == "tenant-a-1.json.gz"
+    assert cluster.created[0]["metadata"]["name"].startswith("datastore-backup-manual-")
