@@ -582,6 +582,41 @@ LAB = [
         "hami",
         "hami:\n        webhookFailurePolicy:",
     ),
+    # --- backups (docs/backups.md)
+    Mistake(
+        "backup schedule with six fields",
+        "lab",
+        _set("tenants.0.backups", {"schedule": "0 17 */6 * * *"}),
+        "tenants[0].backups.schedule",
+        "five-field cron schedule",
+    ),
+    Mistake(
+        "backup schedule at hour 24",
+        "lab",
+        _set("tenants.0.backups", {"schedule": "0 24 * * *"}),
+        "tenants[0].backups.schedule",
+        "outside 0-23",
+    ),
+    Mistake(
+        "keep no backup",
+        "lab",
+        _set("tenants.0.backups", {"retention": 0}),
+        "tenants[0].backups.retention",
+        "use a larger value",
+    ),
+    Mistake(
+        "backups of a NATS tenant",
+        "lab",
+        _all(
+            _set(
+                "dataStores",
+                [{"name": "nats-a", "driver": "NATS", "endpoints": ["nats.example:4222"]}],
+            ),
+            _set("tenants.0.dataStore.name", "nats-a"),
+        ),
+        "tenants[0].backups",
+        "set backups.enabled: false",
+    ),
 ]
 
 PROD = [
@@ -822,6 +857,41 @@ PROD = [
         lambda c: _p(c)["tenants"].append(_lab_platform()["tenants"][0]),
         "tenants[3]",
         "Cluster API machine spec",
+    ),
+    Mistake(
+        "prod tenant without a backup target",
+        "prod",
+        _drop("tenants.1.backups.targetConfigKey"),
+        "tenants[1].backups.targetConfigKey",
+        "pulumi config set --secret",
+    ),
+    Mistake(
+        "backup target that is not JSON",
+        "prod",
+        _top("gpu-platform:llmBackupTarget", Secret("https://s3.example.internal")),
+        "llmBackupTarget",
+        "set it to a JSON object with endpoint, bucket",
+    ),
+    Mistake(
+        "backup target without its secret key",
+        "prod",
+        _top(
+            "gpu-platform:llmBackupTarget",
+            Secret('{"endpoint": "https://s3.example", "bucket": "llm", "accessKeyId": "a"}'),
+        ),
+        "llmBackupTarget",
+        "lacks secretAccessKey",
+    ),
+    Mistake(
+        "backup target in clear text",
+        "prod",
+        _top(
+            "gpu-platform:llmBackupTarget",
+            '{"endpoint": "https://s3.example", "bucket": "llm", "accessKeyId": "a", '
+            '"secretAccessKey": "hunter2"}',
+        ),
+        "llmBackupTarget",
+        "remove it from the stack file",
     ),
 ]
 
