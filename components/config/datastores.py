@@ -23,7 +23,22 @@ from components.config.base import (
 )
 
 
-class DataStoreSpec(_Model):
+class _ServerAccess(_Model):
+    """The checks of a DataStore's servers and of the secret config key with its credentials,
+    shared by a declared and a dedicated DataStore (each declares the two fields itself)."""
+
+    @field_validator("endpoints", check_fields=False)
+    @classmethod
+    def _endpoints(cls, value: list[str]) -> list[str]:
+        return _endpoint_list(value)
+
+    @field_validator("credentials_config_key", check_fields=False)
+    @classmethod
+    def _credentials(cls, value: str | None) -> str | None:
+        return _config_key(value)
+
+
+class DataStoreSpec(_ServerAccess):
     """A DataStore the platform creates and tenants may bind to by name."""
 
     name: str = Field(description="DataStore name (cluster-scoped)")
@@ -39,16 +54,6 @@ class DataStoreSpec(_Model):
     def _name(cls, value: str) -> str:
         return _dns1123(value, "DataStore name")
 
-    @field_validator("endpoints")
-    @classmethod
-    def _endpoints(cls, value: list[str]) -> list[str]:
-        return _endpoint_list(value)
-
-    @field_validator("credentials_config_key")
-    @classmethod
-    def _credentials(cls, value: str | None) -> str | None:
-        return _config_key(value)
-
 
 def _endpoint_list(value: list[str]) -> list[str]:
     for endpoint in value:
@@ -56,7 +61,7 @@ def _endpoint_list(value: list[str]) -> list[str]:
     return value
 
 
-class DedicatedDataStore(_Model):
+class DedicatedDataStore(_ServerAccess):
     """A DataStore that serves exactly one tenant: a kamaji-etcd release, or an external one."""
 
     driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"] = Field(
@@ -88,16 +93,6 @@ class DedicatedDataStore(_Model):
                 "an external DataStore needs credentialsConfigKey naming a secret config value"
             )
         return self
-
-    @field_validator("endpoints")
-    @classmethod
-    def _endpoints(cls, value: list[str]) -> list[str]:
-        return _endpoint_list(value)
-
-    @field_validator("credentials_config_key")
-    @classmethod
-    def _credentials(cls, value: str | None) -> str | None:
-        return _config_key(value)
 
     @field_validator("storage_size")
     @classmethod
