@@ -129,16 +129,21 @@ def target_secret(plan: BackupPlan) -> dict[str, Any]:
 
 
 def _role_rules(plan: BackupPlan, restore: bool) -> list[dict[str, Any]]:
+    # `kubectl rollout status` gets, then lists and watches the Deployment with a
+    # metadata.name field selector (kubernetes/kubectl v0.35.0
+    # pkg/cmd/rollout/rollout_status.go:161-194), which resourceNames still allows.
     deployments: dict[str, Any] = {
         "apiGroups": ["apps"],
         "resources": ["deployments"],
         "resourceNames": [plan.control_plane],
-        "verbs": ["get", "patch"] if restore else ["get"],
+        "verbs": ["get", "list", "watch"] if restore else ["get"],
     }
     if not restore:
         return [deployments]
     rules = [
         deployments,
+        # `kubectl scale` gets the Deployment, then patches its scale subresource
+        # (pkg/cmd/scale/scale.go:218-247).
         {
             "apiGroups": ["apps"],
             "resources": ["deployments/scale"],
@@ -267,6 +272,9 @@ def _etcd(plan: BackupPlan, name: str, script: str, export_file: str) -> dict[st
     env = {
         **_common_env(plan),
         "ETCDCTL_API": "3",
+        # etcdctl's --command-timeout (default 5 s, etcd v3.5.6 etcdctl/ctlv3/ctl.go:33,58) bounds
+        # the one Range of a whole tenant: give a large tenant time.
+        "ETCDCTL_COMMAND_TIMEOUT": "300s",
         "ETCDCTL_CACERT": f"{CERTS_DIR}/ca.crt",
         "ETCDCTL_CERT": f"{CERTS_DIR}/server.crt",
         "ETCDCTL_KEY": f"{CERTS_DIR}/server.key",

@@ -40,7 +40,10 @@ stop() {
   fi
   kubectl scale deployment "$CONTROL_PLANE" --replicas=0
   waited=0
-  while [ -n "$(kubectl get pods -l "$CONTROL_PLANE_POD_LABEL=$CONTROL_PLANE" -o name)" ]; do
+  while :; do
+    # A failed read must fail the stop, never read as "no pod left".
+    pods=$(kubectl get pods -l "$CONTROL_PLANE_POD_LABEL=$CONTROL_PLANE" -o name)
+    [ -n "$pods" ] || break
     if [ "$waited" -ge "$STOP_TIMEOUT_SECONDS" ]; then
       echo "FAIL: API server pods of $CONTROL_PLANE still running after ${STOP_TIMEOUT_SECONDS}s" >&2
       exit 1

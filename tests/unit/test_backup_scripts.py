@@ -218,3 +218,78 @@ def test_a_control_plane_on_kine_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "not etcd" in done.stderr
     assert not (Path(env["WORK_DIR"]) / "endpoints").exists()
+
+
+# What each kubectl call the scripts make needs of the API (kubernetes/kubectl v0.35.0):
+# `rollout status` gets, lists and watches the Deployment (pkg/cmd/rollout/rollout_status.go:
+# 161-194); `scale` gets it and patches deployments/scale (pkg/cmd/scale/scale.go:218-247);
+# `annotate` gets the object and patches it (pkg/cmd/annotate/annotate.go:297-303, 376-377).
+def _needed(call: list[str]) -> set[tuple[str, str, str]]:
+    verb = call[0]
+    if verb == "rollout":
+        return {("apps", "deployments", v) for v in ("get", "list", "watch")}
+    if verb == "scale":
+        return {("apps", "deployments", "get"), ("apps", "deployments/scale", "patch")}
+    if verb == "annotate":
+        group, plural = _group_of(call[1])
+        return {(group, plural, "get"), (group, plural, "patch")}
+    if verb == "patch":
+        return {(*_group_of(call[1]), "patch")}
+    if verb == "get" and call[1] == "pods":
+        return {("", "pods", "list")}
+    if verb == "get":
+        return {(*_group_of(call[1]), "get")}
+    raise AssertionError(f"no permission table entry for kubectl {call}")
+
+
+def _group_of(resource: str) -> tuple[str, str]:
+    if resource == "deployment":
+        return ("apps", "deployments")
+    plural, _, group = resource.partition(".")
+    return (group, plural)
+
+
+def _granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+@pytest.mark.parametrize("prod", [False, True], ids=["lab", "prod"])
+def test_the_restore_role_allows_every_call_the_scripts_make(tmp_path: Path, prod: bool) -> None:
+    from components.backups import objects
+    from components.prod.substrate import CLUSTER_PAUSE
+
+    env = _stub(tmp_path, _state(cluster=prod))
+    if prod:
+        env["PAUSE_OWNER"] = CLUSTER_PAUSE.resource
+    for script, args in (
+        ("api-server-endpoints.sh", ()),
+        ("control-plane.sh", ("stop",)),
+        ("control-plane.sh", ("start",)),
+    ):
+        done = _run(script, env, *args)
+        assert done.returncode == 0, done.stderr
+    plan = objects.BackupPlan(
+        tenant="tenant-a",
+        namespace="tenant-a",
+        control_plane="tenant-a",
+        schema="tenant_a",
+        schedule="17 */6 * * *",
+        retention=8,
+        pause_owner=CLUSTER_PAUSE if prod else None,
+    )
+    granted = _granted(objects.access(plan, restore=True)[1]["rules"])
+    calls = [line.split() for line in (tmp_path / "calls").read_text().splitlines()]
+    missing = {need for call in calls for need in _needed(call)} - granted
+    assert not missing, f"the restore Role lacks {sorted(missing)}"
+    # The backup runs only the endpoints step: its Role is enough for that, and no more.
+    (tmp_path / "calls").write_text("")
+    assert _run("api-server-endpoints.sh", env).returncode == 0
+    backup_calls = [line.split() for line in (tmp_path / "calls").read_text().splitlines()]
+    backup_granted = _granted(objects.access(plan, restore=False)[1]["rules"])
+    assert {n for c in backup_calls for n in _needed(c)} <= backup_granted
