@@ -34,6 +34,7 @@ from components.backups.objects import BACKUP, RESTORE
 from components.labels import TENANT_LABEL
 
 Kubectl = Callable[[Sequence[str], str | None], str]
+MANUAL_JOB_TTL_SECONDS = 86400
 
 
 class BackupsError(Exception):
@@ -48,10 +49,11 @@ def job_from(
     command: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A Job from ``cron_job``'s template, as ``kubectl create job --from=cronjob/...`` makes one
-    (owned by the CronJob, so it is listed with it), with changes: ``only`` keeps that container
-    alone (no init containers), ``command`` replaces its last argument (the subcommand of
-    ``tenant_backup.py``), ``env`` sets variables in every container that has them already."""
+    """A Job from ``cron_job``'s template, as ``kubectl create job --from=cronjob/...`` makes one,
+    with changes: ``only`` keeps that container alone (no init containers), ``command`` replaces
+    its last argument (the subcommand of ``tenant_backup.py``), ``env`` sets variables in every
+    container that has them already. Not owned by the CronJob, whose history limits would
+    otherwise push the scheduled backups' Jobs out; removed a day after it finishes."""
     template = copy.deepcopy(cron_job["spec"]["jobTemplate"])
     pod = template["spec"]["template"]["spec"]
     if only is not None:
@@ -77,17 +79,8 @@ def job_from(
             "namespace": metadata["namespace"],
             "labels": dict(metadata.get("labels", {})),
             "annotations": {"cronjob.kubernetes.io/instantiate": "manual"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "CronJob",
-                    "name": metadata["name"],
-                    "uid": metadata["uid"],
-                    "controller": True,
-                }
-            ],
         },
-        "spec": template["spec"],
+        "spec": {**template["spec"], "ttlSecondsAfterFinished": MANUAL_JOB_TTL_SECONDS},
     }
 
 
@@ -105,27 +98,63 @@ def find_cron_job(kubectl: Kubectl, tenant: str, which: str) -> dict[str, Any]:
     return items[0]
 
 
+def _finished(job_status: Mapping[str, Any]) -> bool | None:
+    """True once the Job's Complete condition holds, False once its Failed condition does (after
+    its own retries, ``backoffLimit``), None while it runs."""
+    for condition in job_status.get("conditions") or []:
+        if condition.get("status") == "True" and condition.get("type") in ("Complete", "Failed"):
+            return condition["type"] == "Complete"
+    return None
+
+
+def pod_logs(kubectl: Kubectl, namespace: str, job: str) -> str:
+    """Every started container's logs, pod by pod, in the pod's own order (init containers
+    first), each line prefixed ``[pod/<pod>/<container>]``. A container that never started (a
+    step after a failed one) is named, not read: asking for its logs is an error, and
+    ``kubectl logs --all-containers`` stops at the first error, in no fixed order (kubectl
+    v0.35.0 pkg/cmd/logs/logs.go:431-444)."""
+    pods = json.loads(
+        kubectl(["-n", namespace, "get", "pods", "-l", f"job-name={job}", "-o", "json"], None)
+    )
+    lines: list[str] = []
+    for pod in sorted(pods.get("items", []), key=lambda p: p["metadata"]["creationTimestamp"]):
+        name = pod["metadata"]["name"]
+        spec, status = pod["spec"], pod.get("status", {})
+        statuses = {
+            s["name"]: s
+            for s in [
+                *status.get("initContainerStatuses", []),
+                *status.get("containerStatuses", []),
+            ]
+        }
+        for container in [*spec.get("initContainers", []), *spec["containers"]]:
+            state = statuses.get(container["name"], {}).get("state", {})
+            prefix = f"[pod/{name}/{container['name']}]"
+            if not state or "waiting" in state:
+                lines.append(f"{prefix} (not started)")
+                continue
+            text = kubectl(["-n", namespace, "logs", f"pod/{name}", "-c", container["name"]], None)
+            lines += [f"{prefix} {line}" for line in text.splitlines()]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
 def run_job(
     kubectl: Kubectl, job: Mapping[str, Any], timeout: float, poll: float = 3.0
 ) -> tuple[bool, str]:
-    """Create ``job``, wait until it succeeds or fails, and return (succeeded, its logs)."""
+    """Create ``job``, wait until it has completed or failed for good, and return (succeeded,
+    the logs of its pods)."""
     namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
     kubectl(["create", "-f", "-"], json.dumps(job))
     deadline = time.monotonic() + timeout
-    succeeded = False
     while True:
-        status = json.loads(kubectl(["-n", namespace, "get", "job", name, "-o", "json"], None))
-        counts = status.get("status", {})
-        if counts.get("succeeded"):
-            succeeded = True
-            break
-        if counts.get("failed"):
+        found = json.loads(kubectl(["-n", namespace, "get", "job", name, "-o", "json"], None))
+        succeeded = _finished(found.get("status", {}))
+        if succeeded is not None:
             break
         if time.monotonic() > deadline:
             raise BackupsError(f"job {namespace}/{name} did not finish in {timeout:.0f}s")
         time.sleep(poll)
-    logs = kubectl(["-n", namespace, "logs", f"job/{name}", "--all-containers", "--prefix"], None)
-    return succeeded, logs
+    return succeeded, pod_logs(kubectl, namespace, name)
 
 
 def summaries(logs: str) -> list[dict[str, Any]]:

@@ -21,8 +21,22 @@ printf '%s\n' "$KUBECONFIG_CONTENT" >"$kubeconfig"
 unset KUBECONFIG_CONTENT
 export KUBECONFIG="$kubeconfig"
 
+# `weed shell` reads commands from stdin and, without a terminal, prints a failed command's error
+# and still exits 0 (seaweedfs 4.44 weed/shell/shell_liner.go:110-123, 144-146): its output is
+# checked for "error" instead, and every bucket is listed again at the end.
 weed_shell() {
-  printf '%s\n' "$1" | kubectl -n "$NAMESPACE" exec -i "deploy/$STORE" -- weed shell -master=localhost:9333
+  local out
+  out=$(printf '%s\n' "$1" | kubectl -n "$NAMESPACE" exec -i "deploy/$STORE" -- \
+    weed shell -master=localhost:9333 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
+  if printf '%s\n' "$out" | grep -qi 'error'; then
+    printf '%s\n' "$out" >&2
+    return 1
+  fi
+  printf '%s\n' "$out"
+}
+
+listed_has() {
+  printf '%s\n' "$1" | grep -Eq "(^|[[:space:]])${2}([[:space:]]|$)"
 }
 
 kubectl -n "$NAMESPACE" rollout status "deploy/$STORE" --timeout=600s
@@ -31,16 +45,28 @@ for attempt in 1 2 3 4 5 6 7 8 9 10; do
   if listed=$(weed_shell "s3.bucket.list"); then
     break
   fi
+  if [ "$attempt" -eq 10 ]; then
+    echo "backup-buckets: the store does not list its buckets" >&2
+    exit 1
+  fi
   echo "backup-buckets: the store does not answer yet (attempt $attempt)" >&2
   sleep 6
 done
 for pair in $BUCKETS; do
   bucket="${pair%%=*}"
   owner="${pair#*=}"
-  if printf '%s\n' "$listed" | grep -Eq "(^|[[:space:]])${bucket}([[:space:]]|$)"; then
+  if listed_has "$listed" "$bucket"; then
     echo "bucket $bucket exists"
   else
-    weed_shell "s3.bucket.create -name $bucket -owner $owner"
-    echo "bucket $bucket created for $owner"
+    weed_shell "s3.bucket.create -name $bucket -owner $owner" >/dev/null
   fi
+done
+listed=$(weed_shell "s3.bucket.list")
+for pair in $BUCKETS; do
+  bucket="${pair%%=*}"
+  if ! listed_has "$listed" "$bucket"; then
+    echo "backup-buckets: bucket $bucket is missing after its creation" >&2
+    exit 1
+  fi
+  echo "bucket $bucket ready"
 done

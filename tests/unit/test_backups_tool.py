@@ -59,8 +59,10 @@ def test_a_restore_job_names_the_backup_in_its_fetch_step_only() -> None:
     assert [c["name"] for c in _containers(job)] == [
         c["name"] for c in _containers(cron_job["spec"]["jobTemplate"])
     ]
-    assert job["metadata"]["ownerReferences"][0]["uid"] == "0a1b2c3d"
     assert job["metadata"]["namespace"] == "tenant-a"
+    # Not owned by the CronJob (its history limit would prune the scheduled runs); cleaned up.
+    assert "ownerReferences" not in job["metadata"]
+    assert job["spec"]["ttlSecondsAfterFinished"] == backups.MANUAL_JOB_TTL_SECONDS
     # The CronJob itself is untouched (a deep copy).
     original = next(c for c in _containers(cron_job["spec"]["jobTemplate"]) if c["name"] == "fetch")
     assert {"name": "BACKUP_NAME", "value": "latest"} in original["env"]
@@ -96,11 +98,20 @@ def test_summaries_are_read_from_prefixed_logs() -> None:
 
 
 class _Cluster:
-    """A recorded kubectl: the CronJob lookup, the Job's create and status, its logs."""
+    """A recorded kubectl: the CronJob lookup, the Job's create and its status over time, its
+    pod with the containers' states, each container's logs."""
 
-    def __init__(self, cron_job: dict[str, Any], job_status: dict[str, int], logs: str) -> None:
-        self.cron_job, self.job_status, self.logs = cron_job, job_status, logs
+    def __init__(
+        self,
+        cron_job: dict[str, Any],
+        statuses: list[dict[str, Any]],
+        logs: dict[str, str],
+        states: dict[str, str] | None = None,
+    ) -> None:
+        self.cron_job, self.statuses, self.logs = cron_job, statuses, logs
+        self.states = states or dict.fromkeys(logs, "terminated")
         self.created: list[dict[str, Any]] = []
+        self.log_reads: list[str] = []
 
     def __call__(self, args: Sequence[str], stdin: str | None) -> str:
         if args[:2] == ["get", "cronjobs"]:
@@ -110,37 +121,81 @@ class _Cluster:
             self.created.append(json.loads(stdin))
             return ""
         if "job" in args and "get" in args:
-            return json.dumps({"status": self.job_status})
+            status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+            return json.dumps({"status": status})
+        if "pods" in args and "get" in args:
+            pod = self.created[-1]["spec"]["template"]["spec"]
+            names = [c["name"] for c in [*pod.get("initContainers", []), *pod["containers"]]]
+            statuses = [{"name": n, "state": {self.states.get(n, "waiting"): {}}} for n in names]
+            return json.dumps(
+                {
+                    "items": [
+                        {
+                            "metadata": {"name": "job-pod-1", "creationTimestamp": "t"},
+                            "spec": pod,
+                            "status": {"initContainerStatuses": statuses},
+                        }
+                    ]
+                }
+            )
         if "logs" in args:
-            return self.logs
+            container = args[args.index("-c") + 1]
+            assert self.states.get(container) != "waiting", f"read {container} before it started"
+            self.log_reads.append(container)
+            return self.logs.get(container, "")
         raise AssertionError(f"unexpected kubectl {args}")
+
+
+def _done(kind: str) -> dict[str, Any]:
+    return {"conditions": [{"type": kind, "status": "True"}]}
 
 
 def _args(action: str, yes: bool = False) -> argparse.Namespace:
     return argparse.Namespace(
-        action=action, tenant="tenant-a", backup="latest", yes=yes, timeout=5.0
+        action=action, tenant="tenant-a", backup="latest", yes=yes, timeout=30.0
     )
 
 
 def test_a_restore_without_yes_creates_nothing() -> None:
-    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), {"succeeded": 1}, "")
+    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), [_done("Complete")], {})
     with pytest.raises(backups.BackupsError, match="--yes"):
         backups.act(cluster, _args("restore"))
     assert cluster.created == []
 
 
-def test_a_failed_job_fails_the_command_with_its_logs(capsys: pytest.CaptureFixture[str]) -> None:
-    logs = "[pod/x/fetch] error: archive sha256 mismatch\n"
-    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), {"failed": 1}, logs)
+def test_a_failed_step_is_shown_with_its_logs_and_later_steps_are_not_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    logs = {"endpoints": "etcd endpoints of tenant-a: https://e:2379", "fetch": "error: sha256"}
+    states = {"endpoints": "terminated", "fetch": "terminated"}
+    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), [_done("Failed")], logs, states)
     with pytest.raises(backups.BackupsError, match="restore of tenant-a failed"):
         backups.act(cluster, _args("restore", yes=True))
-    assert "sha256 mismatch" in capsys.readouterr().err
-    assert len(cluster.created) == 1
+    err = capsys.readouterr().err
+    assert "[pod/job-pod-1/fetch] error: sha256" in err
+    assert "[pod/job-pod-1/stop] (not started)" in err
+    assert err.index("/endpoints]") < err.index("/fetch]") < err.index("/stop]")
+    assert cluster.log_reads == ["endpoints", "fetch"]
+
+
+def test_a_job_still_retrying_is_not_yet_a_failure(capsys: pytest.CaptureFixture[str]) -> None:
+    """The backup Job retries a failed pod (backoffLimit 2): one failed pod with the Job
+    still running is waited out; the Job's Complete condition decides."""
+    logs = {"upload": '{"action": "backup", "name": "tenant-a-1.json.gz"}'}
+    states = {"endpoints": "terminated", "export": "terminated", "upload": "terminated"}
+    retrying = {"failed": 1, "active": 1}
+    cluster = _Cluster(
+        _live(objects.backup_cron_job(PLAN)), [retrying, _done("Complete")], logs, states
+    )
+    succeeded, text = backups.run_job(cluster, backups.job_from(cluster.cron_job, "j"), 30, 0.01)
+    assert succeeded
+    assert backups.summaries(text) == [{"action": "backup", "name": "tenant-a-1.json.gz"}]
 
 
 def test_a_backup_prints_the_tools_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    logs = '[pod/x/upload] {"action": "backup", "name": "tenant-a-1.json.gz"}\n'
-    cluster = _Cluster(_live(objects.backup_cron_job(PLAN)), {"succeeded": 1}, logs)
+    logs = {"upload": '{"action": "backup", "name": "tenant-a-1.json.gz"}'}
+    states = {"endpoints": "terminated", "export": "terminated", "upload": "terminated"}
+    cluster = _Cluster(_live(objects.backup_cron_job(PLAN)), [_done("Complete")], logs, states)
     assert backups.act(cluster, _args("backup")) == 0
     out = capsys.readouterr().out
     assert json.loads(out.splitlines()[0])["name"] == "tenant-a-1.json.gz"
