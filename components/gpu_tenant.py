@@ -278,7 +278,7 @@ class GpuTenant(pulumi.ComponentResource):
         if args.platform.metrics.enabled:
             self._metrics_agent(namespace)
         if args.tenant.backups.enabled:
-            self._backups(control_plane, kubeconfig_read)
+            self._backups(namespace, control_plane, kubeconfig_read)
 
         self.register_outputs(
             {
@@ -552,7 +552,12 @@ class GpuTenant(pulumi.ComponentResource):
                 opts=self._in_tenant(depends_on=[self._hami, *([created] if created else [])]),
             )
 
-    def _backups(self, control_plane: pulumi.Resource, kubeconfig_read: pulumi.Resource) -> None:
+    def _backups(
+        self,
+        namespace: pulumi.Resource,
+        control_plane: pulumi.Resource,
+        kubeconfig_read: pulumi.Resource,
+    ) -> None:
         """The tenant's scheduled datastore backups and its restore template (docs/backups.md),
         in its management namespace, once its control plane (and so Kamaji's datastore
         certificate for the tenant) exists; the target comes from the management cluster."""
@@ -571,6 +576,7 @@ class GpuTenant(pulumi.ComponentResource):
             plan=plan,
             target=self._management.backup_target(tenant.name),
             on_management=self._site.on_management,
+            namespace=namespace,
             after=[control_plane, kubeconfig_read],
         )
 

@@ -46,16 +46,21 @@ def register_tenant(
     plan: objects.BackupPlan,
     target: pulumi.Input[dict[str, str]],
     on_management: Opts,
+    namespace: pulumi.Resource,
     after: Sequence[pulumi.Resource],
 ) -> list[pulumi.Resource]:
-    """One tenant's backups; returns the backup CronJob and the restore template."""
+    """One tenant's backups, in its management namespace (``namespace``, which every object
+    waits for), the CronJobs also after ``after``; returns the backup CronJob and the restore
+    template."""
     scripts = typed_object(
-        f"{name}-backup-scripts", objects.scripts_config_map(plan), on_management()
+        f"{name}-backup-scripts",
+        objects.scripts_config_map(plan),
+        on_management(depends_on=[namespace]),
     )
     secret = typed_object(
         f"{name}-backup-target",
         objects.target_secret(plan),
-        on_management(additional_secret_outputs=["stringData", "data"]),
+        on_management(depends_on=[namespace], additional_secret_outputs=["stringData", "data"]),
         string_data=pulumi.Output.secret(target),
     )
     bindings: list[pulumi.Resource] = []
@@ -63,7 +68,7 @@ def register_tenant(
         manifests = objects.access(plan, restore)
         account: Any = None
         for part, manifest in zip(_ACCESS_PARTS, manifests, strict=True):
-            depends = [account] if account is not None else []
+            depends = [namespace] if account is None else [namespace, account]
             resource = typed_object(
                 f"{name}-{kind}-{part}", manifest, on_management(depends_on=depends)
             )
