@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "049ea58673319de8133ea1e238ae1b8220c5edbe"
+BASELINE = "d7fea860caa08f8a67790ea86504666e47893a48"
 
 
 def _has_commit(commit: str) -> bool:
