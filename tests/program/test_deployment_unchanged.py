@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "977c73be56d1935f5d39d1556c794d2432f3e3f8"
+BASELINE = "e227b854157945249bd87e40be86c5990cd622c6"
 
 
 def _has_commit(commit: str) -> bool:
