@@ -266,7 +266,9 @@ def test_make_charts_puts_every_installed_archive_in_the_project_offline_once_ca
     program's own check passes; a tampered copy is replaced; with the cache filled nothing asks
     a repository."""
     kamaji_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji\n", "templates/c.yaml": b"c"}
-    etcd_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji-etcd\n"}
+    # kamaji-etcd is bundled into Kamaji's chart and (prod) installed on its own: its archive
+    # must name the pinned version like every other.
+    etcd_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji-etcd\nversion: 0.17.0\n"}
 
     def pinned(repo: str, tag: str, files: dict[str, bytes]) -> chart_cache.PinnedFiles:
         digests = {n: chart_cache.file_digest(n, d) for n, d in files.items()}
