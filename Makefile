@@ -114,7 +114,7 @@ preflight: venv ## Check this host can run the lab (Docker, Linux, CPUs, memory,
 # takes the same --policy-pack/--policy-pack-config flags as `preview`, pulumi/pulumi v3.259.0
 # pkg/cmd/pulumi/operations/up.go:833-840).
 lab: TOOLS_FOR := lab
-lab: tools venv policy-venv preflight kamaji-chart lab-stack ## Bring the lab up end to end: pulumi up (with the policy pack), acceptance suite, kubeconfigs
+lab: tools venv policy-venv preflight charts lab-stack ## Bring the lab up end to end: pulumi up (with the policy pack), acceptance suite, kubeconfigs
 	$(PULUMI) up --yes --stack lab --skip-preview \
 	  --policy-pack policies --policy-pack-config policies/config/lab.json
 	@# The kubeconfigs are written whatever the acceptance suite says: they are what a failed
@@ -134,7 +134,7 @@ kubeconfigs: tools venv $(STACK_READY) ## Write each tenant's admin kubeconfig t
 
 .PHONY: preview
 preview: TOOLS_FOR := preview
-preview: tools venv policy-venv kamaji-chart $(STACK_READY) ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
+preview: tools venv policy-venv charts $(STACK_READY) ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
 	$(PULUMI) preview --stack $(STACK) \
 	  --policy-pack policies --policy-pack-config policies/config/$(STACK).json
 
@@ -163,8 +163,8 @@ kamaji-chart: venv ## The pinned Kamaji chart, verified, in .charts/ (the progra
 	$(BIN)/python scripts/fetch_charts.py --only kamaji --project .
 
 .PHONY: charts
-charts: venv ## Every pinned chart archive in the per-user cache (the rendered-chart tests read them)
-	$(BIN)/python scripts/fetch_charts.py
+charts: venv ## Every pinned chart, verified, in the per-user cache and in .charts/ (the program installs from there; offline once done)
+	$(BIN)/python scripts/fetch_charts.py --project .
 
 .PHONY: fetch-upstream
 fetch-upstream: charts ## charts, plus the upstream data files the contract tests read (.upstream/)

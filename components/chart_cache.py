@@ -1,11 +1,22 @@
-"""Where pinned chart archives live on this machine, and the Kamaji chart pinned by content.
+"""Where pinned chart archives live on this machine, and the charts the program installs.
 
-Every chart but Kamaji's is installed by name and version from its Helm repository, and those
-versions are immutable releases. Kamaji publishes its chart only as ``0.0.0+latest``, rebuilt on
+Every chart is installed from a local copy in the project's git-ignored ``.charts/``, never from
+a repository at install time: pulumi-kubernetes resolves a ``chart`` with ``repositoryOpts`` by
+downloading it again at every Check, also in preview (pulumi/pulumi-kubernetes v4.32.0
+provider/pkg/provider/helm_release.go:377-392, 1578-1659), so a second ``make lab`` without the
+internet would fail at its first release. ``make charts`` (``scripts/fetch_charts.py --project
+.``) downloads each pinned archive once into the per-user charts cache, checks it against the
+sha256 digest its repository's ``index.yaml`` publishes, records that digest beside it
+(``<archive>.sha256``) and copies both to ``.charts/``; the program refuses an archive there that
+is missing, differs from the recorded digest or is not the pinned chart and version
+(``check_pinned_charts``), before anything is registered. The release's ``chart`` input is the
+project-relative ``.charts/<chart>-<version>.tgz`` (``chart_input``), for the reason below.
+
+Kamaji publishes its chart only as ``0.0.0+latest``, rebuilt on
 every push to its master branch (clastix/kamaji 26.8.2-edge ``.github/workflows/helm.yaml``: job
 ``release`` publishes ``charts/`` with stefanprodan/helm-gh-pages on every push), so CRDs,
 webhooks, RBAC and controller flags would change under the pinned image tag. The lab and prod
-therefore install Kamaji from a local chart directory that ``make kamaji-chart`` assembles
+therefore install Kamaji from a local chart directory that ``make charts`` assembles
 from published artefacts of the pinned releases — the files of ``charts/kamaji`` at the Kamaji
 release tag and the published ``kamaji-etcd`` chart archive — and that this module verifies file
 by file against ``pins/kamaji-chart.json`` before anything is registered.
@@ -34,6 +45,8 @@ from types import MappingProxyType
 import pulumi
 import yaml
 
+from components.versions import PINNED, HelmChart
+
 CHARTS_DIR_ENV = "GPU_PLATFORM_CHARTS_DIR"
 # Set by the offline harness and benchmark, which evaluate the program under Pulumi mocks: they
 # install nothing, so they need no chart. A real `pulumi preview`/`up` never sets it.
@@ -47,7 +60,7 @@ _DOC_SUFFIXES = (".md", ".gotmpl")
 
 
 class ChartPinError(pulumi.RunError):
-    """The pinned Kamaji chart is missing or is not the pinned one (one line, with the fix)."""
+    """A pinned chart is missing or is not the pinned one (one line, with the fix)."""
 
 
 def charts_dir(environ: Mapping[str, str] = os.environ) -> Path:
@@ -205,14 +218,123 @@ def verify_kamaji_chart(chart_dir: Path) -> list[str]:
     return problems
 
 
+# ------------------------------------------------------------------ archives from repositories
+
+# The Kamaji chart's version in its repository: a moving build, never installed from there.
+KAMAJI_PUBLISHED_VERSION = "0.0.0+latest"
+MAKE_CHARTS = "make charts"
+
+
+def pinned_archives() -> list[HelmChart]:
+    """Every chart pinned in ``components/versions.py`` by repository and version, in pin order
+    (what ``make charts`` downloads; kamaji-etcd only to bundle it into Kamaji's chart)."""
+    return [
+        value
+        for value in vars(PINNED).values()
+        if isinstance(value, HelmChart) and value.version != KAMAJI_PUBLISHED_VERSION
+    ]
+
+
+def installed_archives() -> list[HelmChart]:
+    """The pinned archives the stacks install from ``.charts/``: every pinned archive (prod
+    also installs kamaji-etcd on its own, as a tenant's dedicated DataStore). Both stacks
+    install from the same ``.charts/`` — the lab cert-manager, MetalLB, Calico's two and HAMi;
+    prod cert-manager, the Cluster API operator, the GPU Operator, kamaji-etcd, Calico's two and
+    HAMi — and one ``make charts`` fills it for either, so both check all of them."""
+    return pinned_archives()
+
+
+def archive_name(chart: HelmChart) -> str:
+    """The file name ``helm pull <repo>/<chart> --version <version>`` writes."""
+    return f"{chart.chart}-{chart.version}.tgz"
+
+
+def chart_input(chart: HelmChart) -> str:
+    """A release's ``chart`` input: ``.charts/<chart>-<version>.tgz``, relative to the project
+    directory, the same string on every machine (see ``kamaji_chart_input`` for how the provider
+    resolves it). The provider loads an archive path as a local chart and asks no repository
+    (``localChart``/``locateChart``, pulumi/pulumi-kubernetes v4.32.0
+    provider/pkg/provider/helm_release.go:1545-1596)."""
+    return f"{PROJECT_CHARTS_DIR}/{archive_name(chart)}"
+
+
+def release_chart_name(chart: str) -> str:
+    """The chart a release's ``chart`` input installs, by name: ``kamaji`` for the local Kamaji
+    chart, ``<chart>`` for a pinned archive's ``chart_input``, else the input itself."""
+    if chart == kamaji_chart_input():
+        return "kamaji"
+    for pinned in pinned_archives():
+        if chart == chart_input(pinned):
+            return pinned.chart
+    return chart
+
+
+def digest_record(archive: Path) -> Path:
+    """Where ``make charts`` records the digest it checked an archive against:
+    ``<archive>.sha256``."""
+    return archive.with_name(archive.name + ".sha256")
+
+
+def verify_archive(archive: Path, chart: HelmChart) -> list[str]:
+    """Every way ``archive`` is not the pinned ``chart`` that ``make charts`` verified (empty
+    when it is): missing, without its recorded digest, not matching it, or a Chart.yaml that
+    names another chart or version."""
+    if not archive.is_file():
+        return [f"{archive} does not exist"]
+    record = digest_record(archive)
+    if not record.is_file():
+        return [f"{record.name} (the digest `{MAKE_CHARTS}` checked) is missing"]
+    data = archive.read_bytes()
+    recorded = record.read_text().strip()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != recorded:
+        return [f"sha256 {actual} is not the verified {recorded}"]
+    try:
+        files = archive_files(data)
+        metadata = yaml.safe_load(files.get("Chart.yaml", b"")) or {}
+    except (tarfile.TarError, OSError, EOFError, yaml.YAMLError) as error:
+        return [f"not a chart archive ({error})"]
+    found = (str(metadata.get("name")), str(metadata.get("version")))
+    if found != (chart.chart, chart.version):
+        return [f"its Chart.yaml is {found[0]} {found[1]}, not {chart.chart} {chart.version}"]
+    return []
+
+
 def check_pinned_charts(
     environ: Mapping[str, str] = os.environ, project_dir: Path | None = None
 ) -> None:
-    """What the program checks before it registers anything: the project's Kamaji chart, which
-    the provider will load, is the pinned one (unless ``GPU_PLATFORM_SKIP_CHART_CHECK=1``)."""
+    """What the program checks before it registers anything: every chart the stacks install,
+    as the provider will load it from ``.charts/``, is the pinned one — Kamaji's file by file,
+    the others against the digest ``make charts`` verified (unless
+    ``GPU_PLATFORM_SKIP_CHART_CHECK=1``). Raises ``ChartPinError``, one line naming
+    ``make charts``."""
     if environ.get(SKIP_CHECK_ENV, "").strip() == "1":
         return
     check_kamaji_chart(project_kamaji_chart(project_dir))
+    root = project_dir if project_dir is not None else Path.cwd()
+    missing: list[str] = []
+    wrong: list[str] = []
+    for chart in installed_archives():
+        archive = root / chart_input(chart)
+        problems = verify_archive(archive, chart)
+        if problems == [f"{archive} does not exist"]:
+            missing.append(archive_name(chart))
+        elif problems:
+            wrong.append(f"{chart_input(chart)}: {problems[0]}")
+    if missing:
+        raise ChartPinError(
+            f"the pinned chart archives {', '.join(missing)} are not in "
+            f"{root / PROJECT_CHARTS_DIR}: run `{MAKE_CHARTS}` in the project directory (it "
+            "fetches every pinned chart once, checked against its repository's published digest, "
+            f"so the first run needs the network; offline, set {CHARTS_DIR_ENV} to a charts "
+            "directory that holds them, e.g. a copy of ~/.cache/gpu-platform/charts from a "
+            f"machine that ran it, then run `{MAKE_CHARTS}`)"
+        )
+    if wrong:
+        raise ChartPinError(
+            f"{'; '.join(wrong)}: not the archive `{MAKE_CHARTS}` verified; delete "
+            f"{PROJECT_CHARTS_DIR}/ and run `{MAKE_CHARTS}` again"
+        )
 
 
 def check_kamaji_chart(chart_dir: Path) -> None:
@@ -225,15 +347,15 @@ def check_kamaji_chart(chart_dir: Path) -> None:
     if problems == [f"{chart_dir} does not exist"]:
         raise ChartPinError(
             f"the pinned Kamaji chart ({kamaji.repo} {kamaji.tag}) is not at {chart_dir}: run "
-            "`make kamaji-chart` in the project directory (it fetches the chart once, so the "
-            f"first run needs the network; offline, set {CHARTS_DIR_ENV} to a charts directory "
-            f"that holds kamaji-{kamaji.tag}/, e.g. a copy of ~/.cache/gpu-platform/charts from "
-            "a machine that ran it, then run `make kamaji-chart`)"
+            f"`{MAKE_CHARTS}` in the project directory (it fetches the pinned charts once, so "
+            f"the first run needs the network; offline, set {CHARTS_DIR_ENV} to a charts "
+            f"directory that holds them and kamaji-{kamaji.tag}/, e.g. a copy of "
+            f"~/.cache/gpu-platform/charts from a machine that ran it, then run `{MAKE_CHARTS}`)"
         )
     shown = "; ".join(problems[:3]) + (
         f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
     )
     raise ChartPinError(
         f"{chart_dir} is not Kamaji {kamaji.tag}'s chart ({shown}): delete it and run "
-        "`make kamaji-chart` again"
+        f"`{MAKE_CHARTS}` again"
     )

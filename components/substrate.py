@@ -26,6 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_command import local
 
+from components import chart_cache
 from components.scripts import read_script
 from components.tenant_specs import decode_kubeconfig
 
@@ -148,14 +149,15 @@ def chart_release(
     timeout: int,
     opts: pulumi.ResourceOptions,
 ) -> k8s.helm.v3.Release:
-    """A pinned chart from its repository, awaited until its workloads are ready."""
+    """A pinned chart from its verified archive in the project's ``.charts/``
+    (``chart_cache.chart_input``: no repository asked at install, the same input on every
+    machine), awaited until its workloads are ready."""
     return k8s.helm.v3.Release(
         resource_name,
         k8s.helm.v3.ReleaseArgs(
             name=release_name,
-            chart=chart.chart,
+            chart=chart_cache.chart_input(chart),
             version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
             namespace=namespace,
             values=values,
             skip_await=False,
@@ -355,19 +357,16 @@ class ManagementSite:
         depends_on: Sequence[pulumi.Resource] = (),
         timeout: int = 600,
     ) -> k8s.helm.v3.Release:
-        """A pinned chart — from its repository by version, or a local chart directory pinned by
-        content, given as a project-relative path (``chart_cache.kamaji_chart_input``: the same
-        input on every machine) — in its own namespace (a Namespace object, so destroy removes
-        it), awaited until its workloads are ready."""
+        """A pinned chart — its verified archive in ``.charts/`` (``chart_cache.chart_input``), or
+        the local Kamaji chart directory pinned by content (``chart_cache.kamaji_chart_input``),
+        each a project-relative path, the same input on every machine, and no repository asked
+        at install — in its own namespace (a Namespace object, so destroy removes it), awaited
+        until its workloads are ready."""
         ns = self.namespace(namespace)
         if isinstance(chart, str):
             source: dict[str, Any] = {"chart": chart}
         else:
-            source = {
-                "chart": chart.chart,
-                "version": chart.version,
-                "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
-            }
+            source = {"chart": chart_cache.chart_input(chart), "version": chart.version}
         return k8s.helm.v3.Release(
             f"{self.name}-{release}",
             k8s.helm.v3.ReleaseArgs(

@@ -11,8 +11,11 @@ checked against ``components/pins/kamaji-chart.json``.
 Idempotent and offline once done: a downloaded archive is kept with its checked digest beside it
 (``<archive>.sha256``), so a later run that finds the two agreeing asks no repository; a Kamaji
 directory that verifies is kept. Nothing outside the charts cache is written, except with
-``--project DIR``: the verified Kamaji chart is then also copied to ``DIR/.charts/kamaji-<tag>``,
-the project-relative path the program installs it from (``chart_cache.kamaji_chart_input``).
+``--project DIR`` (``make charts``): every archive a stack installs is then also copied, with its
+recorded digest, to ``DIR/.charts/<chart>-<version>.tgz`` and the verified Kamaji chart to
+``DIR/.charts/kamaji-<tag>``, the project-relative paths the program installs them from
+(``chart_cache.chart_input``, ``chart_cache.kamaji_chart_input``); when the project's copies
+already verify, nothing is asked of anyone.
 Usage: ``python scripts/fetch_charts.py [--dest DIR] [--only kamaji] [--project DIR]``
 (``--only kamaji``: just the Kamaji chart and the kamaji-etcd archive it bundles).
 """
@@ -40,7 +43,7 @@ from components import chart_cache
 from components.versions import PINNED, HelmChart
 
 Fetch = Callable[[str], bytes]
-KAMAJI_PUBLISHED_VERSION = "0.0.0+latest"
+KAMAJI_PUBLISHED_VERSION = chart_cache.KAMAJI_PUBLISHED_VERSION
 
 
 class FetchError(Exception):
@@ -88,8 +91,8 @@ def fetch_archive(chart: HelmChart, dest: Path, get: Fetch | None = None) -> Pat
     """The pinned archive of ``chart`` in ``dest``: kept when it matches the digest checked when
     it was downloaded (no repository asked), else downloaded and checked against the digest the
     repository index publishes (Helm's ``pkg/repo/index.go`` ``ChartVersion.Digest``)."""
-    target = dest / f"{chart.chart}-{chart.version}.tgz"
-    checked = target.with_name(target.name + ".sha256")
+    target = dest / chart_cache.archive_name(chart)
+    checked = chart_cache.digest_record(target)
     if (
         target.is_file()
         and checked.is_file()
@@ -165,6 +168,40 @@ def install_kamaji(source: Path, project: Path) -> Path:
     return target
 
 
+def install_archive(source: Path, chart: HelmChart, project: Path) -> Path:
+    """The verified archive ``source`` (with the digest recorded beside it) copied to the
+    project's ``.charts/<chart>-<version>.tgz``, where the program's release names it; kept when
+    the project's copy already verifies. The copy is checked the way the program checks it
+    (``chart_cache.verify_archive``) before it replaces anything."""
+    target = project / chart_cache.chart_input(chart)
+    if not chart_cache.verify_archive(target, chart):
+        return target
+    problems = chart_cache.verify_archive(source, chart)
+    if problems:
+        raise FetchError(f"{source}: " + "; ".join(problems))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # The record last: a copy interrupted in between leaves an archive that fails its check.
+    _write_atomically(target, source.read_bytes())
+    _write_atomically(
+        chart_cache.digest_record(target), chart_cache.digest_record(source).read_bytes()
+    )
+    problems = chart_cache.verify_archive(target, chart)
+    if problems:
+        raise FetchError(f"{target}: " + "; ".join(problems))
+    return target
+
+
+def project_verifies(project: Path, charts: list[HelmChart]) -> bool:
+    """Whether the project's ``.charts/`` already holds every chart the program installs, each
+    verified (then ``--project`` has nothing to fetch or copy)."""
+    return not chart_cache.verify_kamaji_chart(
+        chart_cache.project_kamaji_chart(project)
+    ) and not any(
+        chart_cache.verify_archive(project / chart_cache.chart_input(chart), chart)
+        for chart in charts
+    )
+
+
 def _swap_in(scratch: Path, target: Path) -> None:
     """Replace ``target`` by ``scratch``, the old directory set aside first, so there is never a
     moment without one."""
@@ -178,11 +215,7 @@ def _swap_in(scratch: Path, target: Path) -> None:
 
 def pinned_charts() -> list[HelmChart]:
     """Every chart pinned in ``components/versions.py`` that is installed from a repository."""
-    return [
-        value
-        for value in vars(PINNED).values()
-        if isinstance(value, HelmChart) and value.version != KAMAJI_PUBLISHED_VERSION
-    ]
+    return chart_cache.pinned_archives()
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
@@ -227,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--project",
         type=Path,
-        help="also copy the verified Kamaji chart to PROJECT/.charts/, where the program reads it",
+        help="also copy the verified charts the program installs (with --only kamaji: just "
+        "Kamaji's) to PROJECT/.charts/, where the program reads them",
     )
     args = parser.parse_args(argv)
     dest: Path = args.dest
@@ -238,12 +272,19 @@ def main(argv: list[str] | None = None) -> int:
         and not chart_cache.verify_kamaji_chart(chart_cache.project_kamaji_chart(project))
     ):
         return 0  # the project's copy is there and verified: nothing to ask anyone
+    if (
+        args.only is None
+        and project is not None
+        and project_verifies(project, chart_cache.installed_archives())
+    ):
+        return 0  # every chart the program installs is there, verified: nothing to ask anyone
     dest.mkdir(parents=True, exist_ok=True)
     _, etcd = chart_cache.kamaji_pins()
     if PINNED.kamaji_etcd.version != etcd.tag.lstrip("v"):
         print("fetch-upstream: the pinned kamaji-etcd must be the one Kamaji's pin bundles")
         return 1
     charts = pinned_charts()
+    archives: dict[str, Path] = {}
     try:
         if args.only == "kamaji" and not chart_cache.verify_kamaji_chart(
             chart_cache.kamaji_chart_dir(dest)
@@ -253,7 +294,6 @@ def main(argv: list[str] | None = None) -> int:
             if args.only == "kamaji":
                 charts = [PINNED.kamaji_etcd]
             print(f"fetching pinned chart archives into {dest}")
-            archives: dict[str, Path] = {}
             for chart in charts:
                 archives[chart.chart] = fetch_archive(chart, dest)
                 print(f"  {archives[chart.chart].name}")
@@ -261,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {kamaji.name}/ (verified)")
         if project is not None:
             print(f"  {install_kamaji(kamaji, project)} (verified)")
+            if args.only is None:
+                for chart in chart_cache.installed_archives():
+                    print(f"  {install_archive(archives[chart.chart], chart, project)} (verified)")
     except FetchError as error:
         print(failure_message(error, args.only == "kamaji", dest), file=sys.stderr)
         return 1

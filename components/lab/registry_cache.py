@@ -45,8 +45,10 @@ from dataclasses import dataclass
 
 from components.labels import LAB_ONLY_LABEL
 
-# The CNCF Distribution registry (Docker Hub's official ``registry`` image), pinned by tag; its
-# digest is not known offline here.
+# The CNCF Distribution registry (Docker Hub's official ``registry`` image), pinned by tag only:
+# its digest could not be established from an upstream source (docker-library/repo-info's
+# stored repos/registry/ lists only 3.1.x now; third-party repositories name two different
+# digests for 3.0.0), so none is pinned rather than a guessed one.
 REGISTRY_IMAGE = "registry:3.0.0"
 CACHE_LABEL = "gpu-platform.io/registry-cache"
 CACHE_CONFIG_LABEL = "gpu-platform.io/registry-cache-config"

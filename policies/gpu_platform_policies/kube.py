@@ -10,6 +10,7 @@ registered with ``apiextensions.CustomResource`` get the same shape of token fro
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -314,12 +315,21 @@ HELM_RELEASE_TYPES: Final = frozenset(
 HAMI_CHART: Final = "hami"
 
 
+# A local archive of the chart as ``helm pull`` names it: ``hami-<version>.tgz``.
+_HAMI_ARCHIVE: Final = re.compile(rf"{HAMI_CHART}-v?\d[\w.+-]*\.tgz")
+
+
 def is_hami_release(resource: Resource) -> bool:
-    """A Helm release of HAMi's chart (``chart: hami``, ``<repo>/hami`` or an OCI ``.../hami``)."""
+    """A Helm release of HAMi's chart (``chart: hami``, ``<repo>/hami``, an OCI ``.../hami``, a
+    local chart directory ``.../hami`` or archive ``.../hami-<version>.tgz``, the form the
+    program installs: ``.charts/hami-2.10.0.tgz``)."""
     if resource.type not in HELM_RELEASE_TYPES:
         return False
     chart = get(resource.props, "chart")
-    return isinstance(chart, str) and chart.rstrip("/").rsplit("/", 1)[-1] == HAMI_CHART
+    if not isinstance(chart, str):
+        return False
+    base = chart.rstrip("/").rsplit("/", 1)[-1]
+    return base == HAMI_CHART or _HAMI_ARCHIVE.fullmatch(base) is not None
 
 
 def release_values(resource: Resource) -> Any:

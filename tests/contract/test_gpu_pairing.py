@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from components.chart_cache import release_chart_name
 from components.config import GpuDriver
 from components.prod.tenant_values import gpu_operator_values
 from components.versions import PINNED
@@ -27,7 +28,9 @@ TENANT_VERSION = load_stack_config("prod")["gpu-platform:platform"]["kubernetesV
 
 
 def _releases(prod: Recording, chart: str) -> list[Any]:
-    found = [r for r in prod.of_type(RELEASE) if r.inputs.get("chart") == chart]
+    found = [
+        r for r in prod.of_type(RELEASE) if release_chart_name(str(r.inputs.get("chart"))) == chart
+    ]
     assert found, f"prod registers no {chart} release"
     return found
 

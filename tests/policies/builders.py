@@ -288,9 +288,9 @@ def hami_values(
 
 def hami_release(values: Any) -> dict[str, Any]:
     return {
-        "chart": "hami",
+        # The form the program registers: the verified archive in .charts/ (chart_cache.py).
+        "chart": ".charts/hami-2.10.0.tgz",
         "version": "2.10.0",
         "namespace": "kube-system",
-        "repositoryOpts": {"repo": "https://project-hami.github.io/HAMi/"},
         "values": values,
     }

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from gpu_platform_policies.kube import is_hami_release
+from gpu_platform_policies.model import Resource
 from gpu_platform_policies.pack import validate_lab_only
 
 from tests.policies.builders import (
@@ -129,3 +131,23 @@ def test_the_mock_image_is_found_wherever_it_is_used(image: str) -> None:
     assert len(check("kubernetes:core/v1:Pod", pod, PROD)) == 1
     run = {"create": f"docker run -d {image} --node $NODE"}
     assert len(check("command:local:Command", run, PROD)) == 1
+
+
+@pytest.mark.parametrize(
+    ("chart", "is_hami"),
+    [
+        (".charts/hami-2.10.0.tgz", True),  # what the program registers (chart_cache.py)
+        ("/abs/path/hami-v2.10.0.tgz", True),
+        ("hami", True),
+        ("hami-charts/hami", True),
+        ("oci://ghcr.io/project-hami/hami", True),
+        (".charts/hami-webui-1.0.5.tgz", False),
+        (".charts/tigera-operator-v3.32.1.tgz", False),
+        ("hami-2.10.0", False),
+    ],
+)
+def test_hami_releases_are_recognised_in_every_chart_form(chart: str, is_hami: bool) -> None:
+    """Every HAMi rule finds the release whichever way it names HAMi's chart, and a chart that
+    only starts with "hami" is not HAMi's."""
+    release = Resource(urn="urn:r", type=RELEASE, name="r", props={"chart": chart})
+    assert is_hami_release(release) is is_hami

@@ -249,9 +249,13 @@ def is_declared_inventory(reg: Registration) -> bool:
 
 
 def is_hami(reg: Registration) -> bool:
+    from components.chart_cache import release_chart_name
+
     chart = reg.inputs.get("chart")
     return (
-        reg.type == RELEASE_TYPE and isinstance(chart, str) and chart.rsplit("/", 1)[-1] == "hami"
+        reg.type == RELEASE_TYPE
+        and isinstance(chart, str)
+        and release_chart_name(chart).rsplit("/", 1)[-1] == "hami"
     )
 
 

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from components import chart_cache
 from components.backups.deploy import TENANT_PARTS as BACKUP_TENANT_PARTS
+from components.versions import PINNED
 from tests.support.harness import (
     UNKNOWN,
     Recording,
@@ -180,7 +182,9 @@ def test_every_tenant_gets_its_namespace_policies_control_plane_and_stack(
             assert _named(recording, f"{name}-cluster").type == CLUSTER
             assert _named(recording, f"{name}-infrastructure-cluster").type == METAL3_CLUSTER
         for release, chart in charts.items():
-            assert _release(recording, name, release).inputs["chart"] == chart
+            inputs = _release(recording, name, release).inputs
+            assert chart_cache.release_chart_name(inputs["chart"]) == chart
+            assert "repositoryOpts" not in inputs  # the verified archive in .charts/
         quotas = {q["namespace"] for q in tenant.get("gpuQuotas", [])}
         found = {
             r.inputs["metadata"]["namespace"]
@@ -361,9 +365,9 @@ def test_calico_crds_are_installed_before_the_operator(updated: Recording) -> No
     for name in _tenants(updated):
         crds = _release(updated, name, "calico-crds")
         operator = _release(updated, name, "calico")
-        assert crds.inputs["chart"] == "crd.projectcalico.org.v1"
+        assert crds.inputs["chart"] == chart_cache.chart_input(PINNED.calico_crds)
+        assert operator.inputs["chart"] == chart_cache.chart_input(PINNED.tigera_operator)
         assert crds.inputs["version"] == operator.inputs["version"]
-        assert crds.inputs["repositoryOpts"] == operator.inputs["repositoryOpts"]
         assert crds.inputs.get("values") in (None, {})
         assert crds.urn in operator.dependencies
         assert crds.provider == operator.provider
@@ -484,7 +488,7 @@ def test_prod_control_planes_wait_for_their_dedicated_datastores(evaluated: Eval
     for name in ("team-vision", "team-llm"):
         kcp = _named(prod, f"{name}-control-plane")
         etcd = _named(prod, f"{name}-etcd")
-        assert etcd.inputs["chart"] == "kamaji-etcd"
+        assert etcd.inputs["chart"] == chart_cache.chart_input(PINNED.kamaji_etcd)
         assert etcd.inputs["namespace"] == name
         assert etcd.inputs["values"]["datastore"] == {"enabled": True, "name": f"{name}-etcd"}
         assert etcd.urn in kcp.dependencies

@@ -10,6 +10,7 @@ top 16 addresses below the broadcast are 172.18.255.239-172.18.255.254 (written 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import shutil
@@ -410,7 +411,7 @@ def test_prod_installs_kamaji_without_bundled_etcd_and_the_capi_operator(prod: R
     assert values["kamaji-etcd"] == {"deploy": False}
     assert values["defaultDatastoreName"] == ""
     operator = releases["capi-operator"]
-    assert operator.inputs["chart"] == "cluster-api-operator"
+    assert operator.inputs["chart"] == chart_cache.chart_input(PINNED.cluster_api_operator)
     assert operator.inputs["version"] == PINNED.cluster_api_operator.version
 
 
@@ -704,7 +705,49 @@ def test_a_missing_kamaji_chart_stops_both_stacks_before_any_registration(
     result = _probe(stack, preview=preview, project_dir=tmp_path)
     assert result["error"] is not None
     assert result["error"].startswith("ChartPinError: the pinned Kamaji chart")
-    assert "make kamaji-chart" in result["error"]
+    assert "make charts" in result["error"]
+    assert result["registered"] == []
+
+
+def _project_with_verified_charts(project: Path) -> None:
+    """A project directory as ``make charts`` leaves it, from this machine's charts cache: the
+    verified Kamaji chart and every pinned archive with the digest it was checked against."""
+    cached = chart_cache.kamaji_chart_dir()
+    if chart_cache.verify_kamaji_chart(cached):
+        pytest.skip(f"{cached} absent or not verified: run `make charts`")
+    shutil.copytree(cached, project / chart_cache.kamaji_chart_input())
+    for chart in chart_cache.installed_archives():
+        source = chart_cache.charts_dir() / chart_cache.archive_name(chart)
+        if not source.is_file():
+            pytest.skip(f"{source} absent: run `make charts`")
+        target = project / chart_cache.chart_input(chart)
+        shutil.copyfile(source, target)
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        chart_cache.digest_record(target).write_text(digest + "\n")
+
+
+@pytest.mark.parametrize(("stack", "preview"), [("lab", True), ("lab", False), ("prod", True)])
+def test_a_missing_or_tampered_chart_archive_stops_both_stacks_before_any_registration(
+    stack: str, preview: bool, tmp_path: Path
+) -> None:
+    """Every chart is installed from its verified archive in .charts/ (no repository asked at
+    install, so a second `make lab` needs no network for charts): one missing or altered
+    archive stops the program before anything is registered, in one line naming the fix."""
+    _project_with_verified_charts(tmp_path)
+    hami = tmp_path / chart_cache.chart_input(PINNED.hami)
+    hami.unlink()
+    result = _probe(stack, preview=preview, project_dir=tmp_path)
+    assert result["error"] is not None
+    assert result["error"].startswith("ChartPinError: the pinned chart archives hami-2.10.0.tgz")
+    assert "run `make charts`" in result["error"]
+    assert "\n" not in result["error"]
+    assert result["registered"] == []
+    shutil.copyfile(chart_cache.charts_dir() / chart_cache.archive_name(PINNED.hami), hami)
+    hami.write_bytes(hami.read_bytes() + b"\0")
+    result = _probe(stack, preview=preview, project_dir=tmp_path)
+    assert result["error"] is not None
+    assert ".charts/hami-2.10.0.tgz: sha256" in result["error"]
+    assert "run `make charts` again" in result["error"]
     assert result["registered"] == []
 
 
@@ -738,17 +781,17 @@ def test_the_kamaji_chart_input_is_the_same_relative_path_on_every_machine(tmp_p
     assert str(tmp_path) not in charts[0]
 
 
-def test_a_verified_project_copy_of_the_kamaji_chart_is_accepted(tmp_path: Path) -> None:
-    cached = chart_cache.kamaji_chart_dir()
-    if chart_cache.verify_kamaji_chart(cached):
-        pytest.skip(f"{cached} absent or not verified: run `make charts`")
-    shutil.copytree(cached, tmp_path / chart_cache.kamaji_chart_input())
+def test_a_verified_project_copy_of_the_charts_is_accepted(tmp_path: Path) -> None:
+    _project_with_verified_charts(tmp_path)
     result = _probe("lab", preview=True, project_dir=tmp_path)
     assert result["error"] is None, result["error"]
     (kamaji,) = [r for r in result["records"] if r["name"] == "management-kamaji"]
     assert (tmp_path / kamaji["inputs"]["chart"]).resolve() == (
         chart_cache.project_kamaji_chart(tmp_path).resolve()
     )
+    (cert_manager,) = [r for r in result["records"] if r["name"] == "management-cert-manager"]
+    assert (tmp_path / cert_manager["inputs"]["chart"]).is_file()
+    assert "repositoryOpts" not in cert_manager["inputs"]
 
 
 def test_preflight_never_runs_in_preview() -> None:

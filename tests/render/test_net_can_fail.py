@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.chart_cache import release_chart_name
 from components.versions import PINNED
 from tests.render.conftest import platform_block
 from tests.support import rendered_facts
@@ -348,7 +349,11 @@ def test_a_wrong_gpu_operator_value_is_caught_on_prod(
     patch: Mapping[str, Any],
     expected: str,
 ) -> None:
-    reg = next(r for r in prod.recording.of_type(RELEASE) if r.inputs["chart"] == "gpu-operator")
+    reg = next(
+        r
+        for r in prod.recording.of_type(RELEASE)
+        if release_chart_name(r.inputs["chart"]) == "gpu-operator"
+    )
     release, tenant = reg.name, prod.clusters[reg.provider_urn].name
     broken = _render(recordings, "prod", recording=_with_values(prod.recording, release, patch))
     problems = rendered_facts.gpu_operator(broken, platform_block("prod"))
@@ -358,7 +363,11 @@ def test_a_wrong_gpu_operator_value_is_caught_on_prod(
 def test_a_device_plugin_selecting_other_nodes_is_caught_on_prod(
     prod: RenderedStack, recordings: Callable[[str, bool], Recording]
 ) -> None:
-    release = next(r.name for r in prod.recording.of_type(RELEASE) if r.inputs["chart"] == "hami")
+    release = next(
+        r.name
+        for r in prod.recording.of_type(RELEASE)
+        if release_chart_name(r.inputs["chart"]) == "hami"
+    )
     patch = {"devicePlugin": {"nvidiaNodeSelector": {"gpu": "off"}}}
     broken = _render(recordings, "prod", recording=_with_values(prod.recording, release, patch))
     problems = rendered_facts.device_plugins(broken, platform_block("prod"))

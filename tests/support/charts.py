@@ -12,7 +12,9 @@ What "as ``helm install`` would" means here, and where it stops:
   as ``helm pull`` writes them: ``<chart>-<version>.tgz``. A Release whose ``chart`` is a local
   path (a directory or an archive) is rendered from that path; the program's Kamaji chart
   (``.charts/kamaji-<tag>``, relative to the project) from the cache's ``kamaji-<tag>``, the
-  copy ``make kamaji-chart`` verifies and copies there (both checked against the same pin).
+  copy ``make charts`` verifies and copies there (both checked against the same pin), and the
+  program's pinned archives (``.charts/<chart>-<version>.tgz``) from the cache's archive of the
+  same name, which ``make charts`` copies there.
 * Install mode (``.Release.IsInstall``), the release name and namespace the program registered.
 * The target cluster's Kubernetes version and API versions. Helm's engine offers no option for
   them (the SDK renders with Helm's defaults: Kubernetes v1.36.0 and the built-in API versions of
@@ -84,6 +86,14 @@ def chart_source(inputs: Mapping[str, Any]) -> Path:
         if cached.is_dir() and not chart_cache.verify_kamaji_chart(cached):
             return cached
         raise ChartUnavailableError([cached])
+    name = chart_cache.release_chart_name(chart)
+    if name != chart:
+        # A pinned archive in the project's .charts/ (make charts): its verified source is the
+        # cache's archive of the same name, where `make charts` and CI put it.
+        path = charts_dir() / Path(chart).name
+        if not path.is_file():
+            raise ChartUnavailableError([path])
+        return path
     local = Path(chart)
     if local.is_absolute() or chart.startswith("."):
         if local.exists():

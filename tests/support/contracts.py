@@ -59,12 +59,12 @@ COMMENTED_DEFAULTS: dict[str, set[str]] = {
 
 
 def release_chart(inputs: Mapping[str, Any]) -> str:
-    """The chart a recorded Release installs: its name, or "kamaji" for the local Kamaji chart
-    pinned by content (components/chart_cache.py)."""
-    from components.chart_cache import kamaji_chart_input
+    """The chart a recorded Release installs, by name ("kamaji" for the local Kamaji chart
+    pinned by content; the pinned chart's name for its archive in .charts/:
+    components/chart_cache.py)."""
+    from components.chart_cache import release_chart_name
 
-    chart = str(inputs.get("chart"))
-    return "kamaji" if chart == kamaji_chart_input() else chart
+    return release_chart_name(str(inputs.get("chart")))
 
 
 @cache

@@ -1,4 +1,5 @@
-"""The Kamaji chart pinned by content, and where chart archives live."""
+"""The Kamaji chart pinned by content, the pinned archives in .charts/, and where chart archives
+live."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from components import chart_cache
 from components.chart_cache import PinnedFiles
-from components.versions import PINNED
+from components.versions import PINNED, HelmChart
 from tests.support.archives import tgz
 
 
@@ -108,7 +109,7 @@ def test_the_pin_agrees_with_the_independent_upstream_copies(upstream_dir: Path)
 
 
 def test_a_missing_chart_directory_fails_with_the_command_to_run(tmp_path: Path) -> None:
-    with pytest.raises(chart_cache.ChartPinError, match="run `make kamaji-chart`"):
+    with pytest.raises(chart_cache.ChartPinError, match="run `make charts`"):
         chart_cache.check_kamaji_chart(tmp_path / "kamaji-26.8.2-edge")
 
 
@@ -155,3 +156,112 @@ def test_a_missing_chart_says_it_needs_the_network_once_and_how_to_point_at_a_ch
     assert f"set {chart_cache.CHARTS_DIR_ENV} to a charts directory" in message
     kamaji, _ = chart_cache.kamaji_pins()
     assert f"kamaji-{kamaji.tag}/" in message
+
+
+# ------------------------------------------------------------ the pinned archives in .charts/
+
+
+def _chart_archive(name: str, version: str, extra: bytes = b"") -> bytes:
+    chart_yaml = f"apiVersion: v2\nname: {name}\nversion: {version}\n".encode()
+    return tgz(name, {"Chart.yaml": chart_yaml, "templates/a.yaml": b"kind: A\n" + extra})
+
+
+def _place(project: Path, chart: HelmChart, data: bytes, record: bytes | None = None) -> Path:
+    """An archive in the project's .charts/ with the digest `make charts` records beside it."""
+    archive = project / chart_cache.chart_input(chart)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    archive.write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest() if record is None else record.decode()
+    chart_cache.digest_record(archive).write_text(digest + "\n")
+    return archive
+
+
+def _place_all(project: Path) -> dict[str, Path]:
+    return {
+        chart.chart: _place(project, chart, _chart_archive(chart.chart, chart.version))
+        for chart in chart_cache.installed_archives()
+    }
+
+
+@pytest.fixture
+def kamaji_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Kamaji half of the check passes (its own tests are above), so these see the
+    archives'."""
+    monkeypatch.setattr(chart_cache, "check_kamaji_chart", lambda chart_dir: None)
+
+
+def test_every_release_input_is_a_project_relative_archive_path() -> None:
+    """The same string on every machine, an archive the provider loads as a local chart."""
+    assert chart_cache.chart_input(PINNED.hami) == ".charts/hami-2.10.0.tgz"
+    assert chart_cache.chart_input(PINNED.calico_crds) == (
+        ".charts/crd.projectcalico.org.v1-v3.32.1.tgz"
+    )
+    names = {chart.chart for chart in chart_cache.installed_archives()}
+    assert {"cert-manager", "metallb", "crd.projectcalico.org.v1", "tigera-operator", "hami"} <= (
+        names
+    )
+    assert {"gpu-operator", "cluster-api-operator", "kamaji-etcd"} <= names  # prod's
+    assert chart_cache.release_chart_name(chart_cache.chart_input(PINNED.hami)) == "hami"
+    assert chart_cache.release_chart_name(chart_cache.kamaji_chart_input()) == "kamaji"
+
+
+def test_an_archive_verifies_only_as_make_charts_left_it(tmp_path: Path) -> None:
+    chart = PINNED.cert_manager
+    data = _chart_archive(chart.chart, chart.version)
+    archive = _place(tmp_path, chart, data)
+    assert chart_cache.verify_archive(archive, chart) == []
+    archive.write_bytes(_chart_archive(chart.chart, chart.version, extra=b"# changed\n"))
+    assert "is not the verified" in chart_cache.verify_archive(archive, chart)[0]
+    chart_cache.digest_record(archive).unlink()
+    assert "is missing" in chart_cache.verify_archive(archive, chart)[0]
+    archive.unlink()
+    assert chart_cache.verify_archive(archive, chart) == [f"{archive} does not exist"]
+
+
+def test_another_chart_or_version_under_the_pinned_name_is_refused(tmp_path: Path) -> None:
+    """A renamed archive, even with a matching record, is not the pinned chart."""
+    chart = PINNED.metallb
+    archive = _place(tmp_path, chart, _chart_archive("metallb", "0.15.2"))
+    assert chart_cache.verify_archive(archive, chart) == [
+        "its Chart.yaml is metallb 0.15.2, not metallb 0.16.1"
+    ]
+    garbage = _place(tmp_path, chart, b"not a tarball")
+    assert "not a chart archive" in chart_cache.verify_archive(garbage, chart)[0]
+
+
+@pytest.mark.usefixtures("kamaji_in_place")
+def test_the_program_starts_only_with_every_archive_verified(tmp_path: Path) -> None:
+    _place_all(tmp_path)
+    chart_cache.check_pinned_charts({}, project_dir=tmp_path)
+
+
+@pytest.mark.usefixtures("kamaji_in_place")
+def test_missing_archives_fail_in_one_line_naming_make_charts(tmp_path: Path) -> None:
+    archives = _place_all(tmp_path)
+    archives["hami"].unlink()
+    archives["tigera-operator"].unlink()
+    with pytest.raises(chart_cache.ChartPinError) as raised:
+        chart_cache.check_pinned_charts({}, project_dir=tmp_path)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "run `make charts`" in message
+    assert "hami-2.10.0.tgz" in message
+    assert "tigera-operator-v3.32.1.tgz" in message
+    assert "needs the network" in message
+    assert chart_cache.CHARTS_DIR_ENV in message
+
+
+@pytest.mark.usefixtures("kamaji_in_place")
+def test_a_tampered_archive_fails_naming_it_and_make_charts(tmp_path: Path) -> None:
+    archives = _place_all(tmp_path)
+    archives["cert-manager"].write_bytes(b"\x1f\x8b tampered")
+    with pytest.raises(chart_cache.ChartPinError) as raised:
+        chart_cache.check_pinned_charts({}, project_dir=tmp_path)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert ".charts/cert-manager-v1.21.1.tgz: sha256" in message
+    assert "run `make charts` again" in message
+
+
+def test_the_archive_check_is_skipped_only_for_offline_evaluation(tmp_path: Path) -> None:
+    chart_cache.check_pinned_charts({"GPU_PLATFORM_SKIP_CHART_CHECK": "1"}, project_dir=tmp_path)

@@ -256,3 +256,59 @@ def test_the_charts_directory_the_failure_points_at_serves_make_kamaji_chart_off
     assert fetch_charts.main(["--only", "kamaji", "--project", str(project)]) == 0
     assert asked == []
     assert chart_cache.verify_kamaji_chart(chart_cache.project_kamaji_chart(project)) == []
+
+
+def test_make_charts_puts_every_installed_archive_in_the_project_offline_once_cached(
+    fetch_charts: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--project DIR`` (make charts) copies each verified archive with its recorded digest to
+    ``DIR/.charts/<chart>-<version>.tgz``, the paths the program's releases name, so the
+    program's own check passes; a tampered copy is replaced; with the cache filled nothing asks
+    a repository."""
+    kamaji_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji\n", "templates/c.yaml": b"c"}
+    # kamaji-etcd is bundled into Kamaji's chart and (prod) installed on its own: its archive
+    # must name the pinned version like every other.
+    etcd_files = {"Chart.yaml": b"apiVersion: v2\nname: kamaji-etcd\nversion: 0.17.0\n"}
+
+    def pinned(repo: str, tag: str, files: dict[str, bytes]) -> chart_cache.PinnedFiles:
+        digests = {n: chart_cache.file_digest(n, d) for n, d in files.items()}
+        return chart_cache.PinnedFiles(repo, tag, "0" * 40, "charts/x", digests)
+
+    kamaji = pinned("clastix/kamaji", "26.8.2-edge", kamaji_files)
+    monkeypatch.setattr(
+        chart_cache,
+        "kamaji_pins",
+        lambda: (kamaji, pinned("clastix/kamaji-etcd", "v0.17.0", etcd_files)),
+    )
+    cache, project = tmp_path / "cache", tmp_path / "project"
+    cache.mkdir()
+    for chart in chart_cache.pinned_archives():
+        files = {"Chart.yaml": f"name: {chart.chart}\nversion: {chart.version}\n".encode()}
+        if chart.chart == "kamaji-etcd":
+            files = etcd_files
+        data = tgz(chart.chart, files)
+        (cache / chart_cache.archive_name(chart)).write_bytes(data)
+        chart_cache.digest_record(cache / chart_cache.archive_name(chart)).write_text(
+            hashlib.sha256(data).hexdigest() + "\n"
+        )
+    pages = {kamaji.raw_url(name): data for name, data in kamaji_files.items()}
+    fetch_charts.assemble_kamaji(cache, cache / "kamaji-etcd-0.17.0.tgz", _served(pages, []))
+    asked = _no_network(monkeypatch, fetch_charts)
+
+    argv = ["--dest", str(cache), "--project", str(project)]
+    assert fetch_charts.main(argv) == 0
+    chart_cache.check_pinned_charts({}, project_dir=project)
+    installed = sorted(p.name for p in (project / ".charts").iterdir() if p.suffix == ".tgz")
+    assert installed == sorted(
+        chart_cache.archive_name(c) for c in chart_cache.installed_archives()
+    )
+
+    hami = project / chart_cache.chart_input(
+        next(c for c in chart_cache.pinned_archives() if c.chart == "hami")
+    )
+    hami.write_bytes(b"tampered")
+    with pytest.raises(chart_cache.ChartPinError, match="make charts"):
+        chart_cache.check_pinned_charts({}, project_dir=project)
+    assert fetch_charts.main(argv) == 0
+    chart_cache.check_pinned_charts({}, project_dir=project)
+    assert asked == []
