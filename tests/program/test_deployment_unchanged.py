@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "d7fea860caa08f8a67790ea86504666e47893a48"
+BASELINE = "55dcfaac8d84a7212bd94f8bc333438906208caa"
 
 
 def _has_commit(commit: str) -> bool:
