@@ -4,6 +4,16 @@ budget measured from the objects' requests."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import http.server
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -177,3 +187,63 @@ def test_the_lab_footprint_fits_a_tenth_of_the_machine_the_readme_names() -> Non
     assert cpu <= LAB_CPU_MILLIS // 10
     assert memory <= LAB_MEMORY // 10
     assert MetricsSettings().enabled is True
+
+
+# --------------------------------------------------- Grafana's HAMi dashboard, online and offline
+
+
+def _fetch(tmp_path: Path, url: str, sha256: str) -> subprocess.CompletedProcess[str]:
+    """objects.FETCH_SCRIPT as Grafana's init container runs it (python3 -c, URL/SHA256/DEST)."""
+    return subprocess.run(
+        [sys.executable, "-c", objects.FETCH_SCRIPT],
+        env={
+            **os.environ,
+            "URL": url,
+            "SHA256": sha256,
+            "DEST": str(tmp_path / "dashboard.json"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """A local HTTP server with one file, ``/dashboard.json``; yields its base URL."""
+    root = tmp_path / "served"
+    root.mkdir()
+    (root / "dashboard.json").write_bytes(b'{"title": "HAMi"}')
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_the_pinned_dashboard_is_written(tmp_path: Path, served: str) -> None:
+    digest = hashlib.sha256(b'{"title": "HAMi"}').hexdigest()
+    done = _fetch(tmp_path, f"{served}/dashboard.json", digest)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "dashboard.json").read_bytes() == b'{"title": "HAMi"}'
+
+
+def test_other_content_or_a_missing_file_is_refused(tmp_path: Path, served: str) -> None:
+    other = _fetch(tmp_path, f"{served}/dashboard.json", "0" * 64)
+    assert other.returncode != 0
+    assert "pinned" in other.stderr
+    missing = _fetch(tmp_path, f"{served}/nope.json", "0" * 64)
+    assert missing.returncode != 0
+    assert not (tmp_path / "dashboard.json").exists()
+
+
+def test_offline_grafana_starts_without_the_dashboard(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = _fetch(tmp_path, f"http://127.0.0.1:{port}/dashboard.json", "0" * 64)
+    assert done.returncode == 0, done.stderr
+    assert "starts without HAMi's dashboard" in done.stderr
+    assert not (tmp_path / "dashboard.json").exists()
