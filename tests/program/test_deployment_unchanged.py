@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "55dcfaac8d84a7212bd94f8bc333438906208caa"
+BASELINE = "24a06d4d5c513331821542a6bc353218a5f744c9"
 
 
 def _has_commit(commit: str) -> bool:
