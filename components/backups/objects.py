@@ -35,6 +35,7 @@ TARGET = "datastore-backup-target"
 SCRIPT_FILES = (
     "api-server-endpoints.sh",
     "control-plane.sh",
+    "etcd-env.sh",
     "etcd-export.sh",
     "etcd-import.sh",
     "tenant_backup.py",

@@ -8,22 +8,9 @@
 # no partial export and a rerun replaces the previous one.
 set -euo pipefail
 
-: "${ETCDCTL_API:=3}"
-export ETCDCTL_API
-: "${BACKUP_PREFIX:?BACKUP_PREFIX is required, e.g. /tenant_a/}"
-: "${WORK_DIR:?WORK_DIR is required}"
-# The endpoints api-server-endpoints.sh read off the tenant's API server, unless given.
-if [ -z "${ETCDCTL_ENDPOINTS:-}" ] && [ -s "${WORK_DIR:-}/endpoints" ]; then
-  ETCDCTL_ENDPOINTS=$(cat "$WORK_DIR/endpoints")
-  export ETCDCTL_ENDPOINTS
-fi
-: "${ETCDCTL_ENDPOINTS:?ETCDCTL_ENDPOINTS is required (or WORK_DIR/endpoints)}"
+# shellcheck source=scripts/backup/etcd-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/etcd-env.sh"
 EXPORT_FILE="${EXPORT_FILE:-export.json}"
-
-case "$BACKUP_PREFIX" in
-  /?*/) ;;
-  *) echo "error: BACKUP_PREFIX must look like /<schema>/, got '$BACKUP_PREFIX'" >&2; exit 1 ;;
-esac
 
 mkdir -p "$WORK_DIR"
 target="$WORK_DIR/$EXPORT_FILE"

@@ -16,16 +16,8 @@
 # plan.json lists them. Rerunning applies the same end state (delete, then put).
 set -euo pipefail
 
-: "${ETCDCTL_API:=3}"
-export ETCDCTL_API
-: "${BACKUP_PREFIX:?BACKUP_PREFIX is required, e.g. /tenant_a/}"
-: "${WORK_DIR:?WORK_DIR is required}"
-# The endpoints api-server-endpoints.sh read off the tenant's API server, unless given.
-if [ -z "${ETCDCTL_ENDPOINTS:-}" ] && [ -s "${WORK_DIR:-}/endpoints" ]; then
-  ETCDCTL_ENDPOINTS=$(cat "$WORK_DIR/endpoints")
-  export ETCDCTL_ENDPOINTS
-fi
-: "${ETCDCTL_ENDPOINTS:?ETCDCTL_ENDPOINTS is required (or WORK_DIR/endpoints)}"
+# shellcheck source=scripts/backup/etcd-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/etcd-env.sh"
 
 plan="$WORK_DIR/restore"
 if [ ! -f "$plan/plan.json" ] || [ ! -d "$plan/keys" ] || [ ! -d "$plan/values" ]; then

@@ -16,28 +16,13 @@ from components.backups import objects
 from components.backups.target import target_environment
 from components.config import ConfigError
 from components.lab import backup_store
-from components.prod.substrate import CLUSTER_PAUSE
 from components.scripts import SCRIPTS_ROOT
+from tests.support.backup_plans import LAB_PLAN, PROD_PLAN
 from tests.support.kube_schemas import builtin_violations
 
 VERSION = "v1.35.0"
-LAB = objects.BackupPlan(
-    tenant="tenant-a",
-    namespace="tenant-a",
-    control_plane="tenant-a",
-    schema="tenant_a",
-    schedule="17 */6 * * *",
-    retention=8,
-)
-PROD = objects.BackupPlan(
-    tenant="team-vision",
-    namespace="team-vision",
-    control_plane="team-vision",
-    schema="team_vision",
-    schedule="17 */4 * * *",
-    retention=12,
-    pause_owner=CLUSTER_PAUSE,
-)
+LAB = LAB_PLAN
+PROD = PROD_PLAN
 
 
 def _all(plan: objects.BackupPlan) -> list[dict[str, Any]]:
@@ -94,7 +79,10 @@ def _required_env(script: str, command: str) -> set[str]:
     the helpers every subcommand shares."""
     text = (SCRIPTS_ROOT / "backup" / script).read_text()
     if not script.endswith(".py"):
-        return set(re.findall(r"\$\{([A-Z_]+):\?", text))
+        required = set(re.findall(r"\$\{([A-Z_]+):\?", text))
+        for sourced in re.findall(r"^source .*/([\w.-]+\.sh)\"?$", text, re.MULTILINE):
+            required |= _required_env(sourced, command)
+        return required
     required: set[str] = set()
     for node in ast.parse(text).body:
         if not isinstance(node, ast.FunctionDef):

@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
+from components.backups import objects
 from components.backups.objects import CONTROL_PLANE_POD_LABEL, KAMAJI_PAUSED_ANNOTATION
+from components.prod.substrate import CLUSTER_PAUSE
 from components.scripts import SCRIPTS_ROOT
+from tests.support.backup_plans import LAB_PLAN, PROD_PLAN
 
 NOTE = "gpu-platform.io/replicas-before-restore"
 
@@ -261,8 +264,6 @@ def _granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 @pytest.mark.parametrize("prod", [False, True], ids=["lab", "prod"])
 def test_the_restore_role_allows_every_call_the_scripts_make(tmp_path: Path, prod: bool) -> None:
-    from components.backups import objects
-    from components.prod.substrate import CLUSTER_PAUSE
 
     env = _stub(tmp_path, _state(cluster=prod))
     if prod:
@@ -274,15 +275,7 @@ def test_the_restore_role_allows_every_call_the_scripts_make(tmp_path: Path, pro
     ):
         done = _run(script, env, *args)
         assert done.returncode == 0, done.stderr
-    plan = objects.BackupPlan(
-        tenant="tenant-a",
-        namespace="tenant-a",
-        control_plane="tenant-a",
-        schema="tenant_a",
-        schedule="17 */6 * * *",
-        retention=8,
-        pause_owner=CLUSTER_PAUSE if prod else None,
-    )
+    plan = PROD_PLAN if prod else LAB_PLAN
     granted = _granted(objects.access(plan, restore=True)[1]["rules"])
     calls = [line.split() for line in (tmp_path / "calls").read_text().splitlines()]
     missing = {need for call in calls for need in _needed(call)} - granted

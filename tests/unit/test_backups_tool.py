@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from components.backups import objects
+from tests.support.backup_plans import LAB_PLAN
 
 
 def _load_tool() -> Any:
@@ -29,14 +30,7 @@ def _load_tool() -> Any:
 
 backups = _load_tool()
 
-PLAN = objects.BackupPlan(
-    tenant="tenant-a",
-    namespace="tenant-a",
-    control_plane="tenant-a",
-    schema="tenant_a",
-    schedule="17 */6 * * *",
-    retention=8,
-)
+PLAN = LAB_PLAN
 
 
 def _live(manifest: dict[str, Any]) -> dict[str, Any]:
