@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from components.k8s_objects import restricted_security
 from components.labels import TENANT_LABEL
 from components.scripts import read_script
 from components.versions import PINNED
@@ -242,14 +243,7 @@ def _container(
         "command": list(command),
         "env": env,
         "resources": {key: dict(value) for key, value in _RESOURCES.items()},
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": _USER,
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": restricted_security(_USER),
         "volumeMounts": [
             {"name": mount, "mountPath": paths[mount], "readOnly": mount != "work"}
             for mount in mounts

@@ -25,7 +25,7 @@ from pulumi_command import local
 
 from components.backups.target import environment
 from components.config import Tenant
-from components.k8s_objects import typed_object
+from components.k8s_objects import restricted_security, typed_object
 from components.scripts import read_script
 from components.substrate import BASH, NOTHING_TO_DELETE, ManagementSite
 
@@ -127,17 +127,6 @@ def config_secret() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": _meta(STORE_CONFIG), "type": "Opaque"}
 
 
-def _security() -> dict[str, Any]:
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": _USER,
-        "runAsGroup": _USER,
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
 def deployment(config_digest: str) -> dict[str, Any]:
     """``weed server`` with the filer and S3 (seaweedfs 4.44 weed/command/server.go:247-248)
     bypassing the image's entrypoint defaults (docker/entrypoint.sh:93-100). Small volumes and a
@@ -174,7 +163,7 @@ def deployment(config_digest: str) -> dict[str, Any]:
             "initialDelaySeconds": 30,
         },
         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
-        "securityContext": _security(),
+        "securityContext": restricted_security(_USER, read_only_root=False, group=_USER),
         "volumeMounts": [
             {"name": "data", "mountPath": "/data"},
             {"name": "identities", "mountPath": "/etc/seaweedfs/s3", "readOnly": True},

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from components.k8s_objects import restricted_security
 from components.metrics import rules, scrape
 from components.metrics.scrape import TenantSource
 from components.versions import HAMI_DASHBOARD, PINNED
@@ -67,17 +68,6 @@ def _labels(component: str) -> dict[str, str]:
 
 def _meta(name: str, namespace: str, component: str) -> dict[str, Any]:
     return {"name": name, "namespace": namespace, "labels": _labels(component)}
-
-
-def _container_security(user: int) -> dict[str, Any]:
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": user,
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
 
 
 def _deployment(
@@ -186,7 +176,7 @@ def prometheus_deployment(retention: str, data_volume: Mapping[str, Any]) -> dic
         "ports": [{"name": "http", "containerPort": scrape.PROMETHEUS_PORT}],
         "readinessProbe": {"httpGet": {"path": "/-/ready", "port": scrape.PROMETHEUS_PORT}},
         "resources": PROMETHEUS_RESOURCES,
-        "securityContext": _container_security(_PROMETHEUS_USER),
+        "securityContext": restricted_security(_PROMETHEUS_USER),
         "volumeMounts": [
             {"name": "config", "mountPath": scrape.CONFIG_DIR, "readOnly": True},
             {"name": "data", "mountPath": "/prometheus"},
@@ -287,7 +277,7 @@ def grafana_deployment() -> dict[str, Any]:
             {"name": "DEST", "value": f"{hami_dir}/{HAMI_DASHBOARD_FILE}"},
         ],
         "resources": FETCH_RESOURCES,
-        "securityContext": _container_security(_GRAFANA_USER),
+        "securityContext": restricted_security(_GRAFANA_USER),
         "volumeMounts": [{"name": "hami-dashboard", "mountPath": hami_dir}],
     }
     env = {
@@ -308,7 +298,7 @@ def grafana_deployment() -> dict[str, Any]:
         "ports": [{"name": "http", "containerPort": GRAFANA_PORT}],
         "readinessProbe": {"httpGet": {"path": "/api/health", "port": GRAFANA_PORT}},
         "resources": GRAFANA_RESOURCES,
-        "securityContext": _container_security(_GRAFANA_USER),
+        "securityContext": restricted_security(_GRAFANA_USER),
         "volumeMounts": [
             {
                 "name": "provisioning",
@@ -389,7 +379,7 @@ def agent_deployment(namespace: str) -> dict[str, Any]:
         "ports": [{"name": "http", "containerPort": scrape.PROMETHEUS_PORT}],
         "readinessProbe": {"httpGet": {"path": "/-/ready", "port": scrape.PROMETHEUS_PORT}},
         "resources": AGENT_RESOURCES,
-        "securityContext": _container_security(_PROMETHEUS_USER),
+        "securityContext": restricted_security(_PROMETHEUS_USER),
         "volumeMounts": [
             {"name": "config", "mountPath": scrape.CONFIG_DIR, "readOnly": True},
             {"name": "tenant-token", "mountPath": scrape.TOKEN_DIR, "readOnly": True},
