@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "24a06d4d5c513331821542a6bc353218a5f744c9"
+BASELINE = "847f4ea4aff8e2b5ff63377c9e0c56914b64baf1"
 
 
 def _has_commit(commit: str) -> bool:
