@@ -154,11 +154,15 @@ def check_container(ref: ContainerRef) -> tuple[list[str], bool]:
     def known(name: str) -> bool:
         return name in asked and asked[name] is not UNKNOWN
 
+    # HAMi v2.10.0 pkg/device/nvidia/device.go:398-415 (mutateContainerResource) sets the card
+    # count to defaultGPUNum (1, charts/hami/templates/scheduler/device-configmap.yaml:25) when a
+    # container names gpumem, gpucores or gpumem-percentage without it.
     if GPU not in asked:
         others = ", ".join(k for k in sorted(asked) if k in HAMI_RESOURCES)
         if others:
             messages.append(
-                f"{where}: asks for {others} without {GPU}; HAMi ignores such a request. "
+                f"{where}: asks for {others} without {GPU}; HAMi's webhook would add "
+                f"{GPU}: 1 itself (its chart's defaultGPUNum), a card count nobody reviewed. "
                 f"Add {GPU}: 1 (the number of cards)"
             )
     elif known(GPU):
