@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "847f4ea4aff8e2b5ff63377c9e0c56914b64baf1"
+BASELINE = "9fb2ccb9b1667fc2154f4e0c197284e55c632c49"
 
 
 def _has_commit(commit: str) -> bool:
