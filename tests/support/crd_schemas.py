@@ -21,6 +21,7 @@ from typing import Any
 
 import jsonschema
 import yaml
+from gpu_platform_policies.cel import FUNCTIONS as PACK_CEL_FUNCTIONS
 
 
 @dataclass(frozen=True)
@@ -267,29 +268,6 @@ def _evaluate_rule(
     return [f"{path}: {message}"]
 
 
-def _equal(left: Any, right: Any) -> Any:
-    """CEL's heterogeneous equality, as cel-go (and so the API server) implements it: values of
-    different types are unequal, numbers compare by value (``1 == 1.0``), ``x == null`` holds
-    only for null. cel-python 0.5 raises "no such overload" instead, which would turn every
-    ``self.tlsConfig != null`` rule into a false violation."""
-    from celpy import celtypes
-
-    numeric = (celtypes.IntType, celtypes.UintType, celtypes.DoubleType)
-    if isinstance(left, numeric) and isinstance(right, numeric):
-        return celtypes.BoolType(float(left) == float(right))
-    if left is None or right is None:
-        return celtypes.BoolType(left is None and right is None)
-    if type(left) is not type(right):
-        return celtypes.BoolType(False)
-    return celtypes.BoolType(left == right)
-
-
-def _not_equal(left: Any, right: Any) -> Any:
-    from celpy import celtypes
-
-    return celtypes.BoolType(not _equal(left, right))
-
-
 def _is_cidr(value: Any) -> Any:
     """Kubernetes' CEL ``isCIDR`` (k8s.io/apiserver pkg/cel/library/cidr.go: netip.ParsePrefix,
     which accepts host bits)."""
@@ -317,17 +295,17 @@ def _is_ip(value: Any) -> Any:
     return celtypes.BoolType(True)
 
 
-def _in(item: Any, container: Any) -> Any:
-    """CEL's ``in`` with the same heterogeneous equality (list elements; map keys)."""
-    from celpy import celtypes
-
-    if isinstance(container, dict):
-        return celtypes.BoolType(any(bool(_equal(item, key)) for key in container))
-    return celtypes.BoolType(any(bool(_equal(item, element)) for element in container))
-
-
+# CEL's heterogeneous equality and ``in`` as cel-go (and so the API server) implement them, from
+# the policy pack, which evaluates the same way (gpu_platform_policies/cel.py: values of different
+# types are unequal, numbers compare by value, ``x == null`` holds only for null; cel-python 0.5
+# raises "no such overload" instead, which would turn every ``self.tlsConfig != null`` rule into
+# a false violation), and the Kubernetes network functions.
 _FUNCTIONS = MappingProxyType(
-    {"_==_": _equal, "_!=_": _not_equal, "_in_": _in, "isCIDR": _is_cidr, "isIP": _is_ip}
+    {
+        **{name: PACK_CEL_FUNCTIONS[name] for name in ("_==_", "_!=_", "_in_")},
+        "isCIDR": _is_cidr,
+        "isIP": _is_ip,
+    }
 )
 
 
