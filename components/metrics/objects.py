@@ -161,27 +161,43 @@ def prometheus_config(scrape_interval: str, kamaji_namespace: str) -> dict[str, 
     )
 
 
+def _prometheus_container(
+    name: str,
+    args: list[str],
+    resources: Mapping[str, Any],
+    mounts: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A Prometheus container (the central server or a tenant's agent): the pinned image, its
+    configuration from the ``config`` volume, readiness on ``/-/ready``, restricted."""
+    return {
+        "name": name,
+        "image": PINNED.prometheus_image,
+        "args": args,
+        "ports": [{"name": "http", "containerPort": scrape.PROMETHEUS_PORT}],
+        "readinessProbe": {"httpGet": {"path": "/-/ready", "port": scrape.PROMETHEUS_PORT}},
+        "resources": resources,
+        "securityContext": restricted_security(_PROMETHEUS_USER),
+        "volumeMounts": [
+            {"name": "config", "mountPath": scrape.CONFIG_DIR, "readOnly": True},
+            *mounts,
+        ],
+    }
+
+
 def prometheus_deployment(retention: str, data_volume: Mapping[str, Any]) -> dict[str, Any]:
     """The central Prometheus: remote-write receiver, rule evaluation, Kamaji scrape.
     ``data_volume`` is the volume source of its TSDB (the substrate's: emptyDir or a claim)."""
-    container = {
-        "name": "prometheus",
-        "image": PINNED.prometheus_image,
-        "args": [
+    container = _prometheus_container(
+        "prometheus",
+        [
             f"--config.file={scrape.CONFIG_FILE}",
             "--storage.tsdb.path=/prometheus",
             f"--storage.tsdb.retention.time={retention}",
             "--web.enable-remote-write-receiver",
         ],
-        "ports": [{"name": "http", "containerPort": scrape.PROMETHEUS_PORT}],
-        "readinessProbe": {"httpGet": {"path": "/-/ready", "port": scrape.PROMETHEUS_PORT}},
-        "resources": PROMETHEUS_RESOURCES,
-        "securityContext": restricted_security(_PROMETHEUS_USER),
-        "volumeMounts": [
-            {"name": "config", "mountPath": scrape.CONFIG_DIR, "readOnly": True},
-            {"name": "data", "mountPath": "/prometheus"},
-        ],
-    }
+        PROMETHEUS_RESOURCES,
+        [{"name": "data", "mountPath": "/prometheus"}],
+    )
     volumes = [
         {"name": "config", "configMap": {"name": PROMETHEUS}},
         {"name": "data", **dict(data_volume)},
@@ -368,24 +384,15 @@ def agent_token_secret(namespace: str) -> dict[str, Any]:
 
 
 def agent_deployment(namespace: str) -> dict[str, Any]:
-    container = {
-        "name": "prometheus-agent",
-        "image": PINNED.prometheus_image,
-        "args": [
-            "--agent",
-            f"--config.file={scrape.CONFIG_FILE}",
-            "--storage.agent.path=/prometheus",
-        ],
-        "ports": [{"name": "http", "containerPort": scrape.PROMETHEUS_PORT}],
-        "readinessProbe": {"httpGet": {"path": "/-/ready", "port": scrape.PROMETHEUS_PORT}},
-        "resources": AGENT_RESOURCES,
-        "securityContext": restricted_security(_PROMETHEUS_USER),
-        "volumeMounts": [
-            {"name": "config", "mountPath": scrape.CONFIG_DIR, "readOnly": True},
+    container = _prometheus_container(
+        "prometheus-agent",
+        ["--agent", f"--config.file={scrape.CONFIG_FILE}", "--storage.agent.path=/prometheus"],
+        AGENT_RESOURCES,
+        [
             {"name": "tenant-token", "mountPath": scrape.TOKEN_DIR, "readOnly": True},
             {"name": "wal", "mountPath": "/prometheus"},
         ],
-    }
+    )
     volumes = [
         {"name": "config", "configMap": {"name": AGENT}},
         {"name": "tenant-token", "secret": {"secretName": AGENT_TOKEN_SECRET}},
