@@ -49,19 +49,22 @@ def read_network_inspect(
     return proc.stdout if proc.returncode == 0 else None
 
 
-def pinned_address_problems(platform: PlatformConfig, inspect: str) -> list[str]:
-    """One line per pinned address outside the pool carved from ``inspect``."""
-    pool = lab_network.metallb_pool(inspect, platform.kind.metallb_pool_size)
-    problems = []
-    for index, tenant in enumerate(platform.tenants):
-        address = tenant.control_plane.address
-        if address is None:
-            continue
-        try:
-            lab_network.pinned_address(pool, index, tenant.name, address)
-        except lab_network.LabNetworkError as error:
-            problems.append(str(error))
-    return problems
+def pins(platform: PlatformConfig) -> list[tuple[int, str, str]]:
+    """Every pinned ``(index, tenant, controlPlane.address)`` of the stack."""
+    return [
+        (index, tenant.name, tenant.control_plane.address)
+        for index, tenant in enumerate(platform.tenants)
+        if tenant.control_plane.address is not None
+    ]
+
+
+def pins_outside_pool(platform: PlatformConfig, inspect: str) -> list[str]:
+    """One line per pinned address outside the pool carved from ``inspect`` (or the pool's own
+    problem); the kind network preflight (``components.lab.preflight.check_kind_network``) makes
+    the same check with it."""
+    return lab_network.pinned_pool_problems(
+        inspect, platform.kind.metallb_pool_size, pins(platform)
+    )
 
 
 def check_pinned_addresses(
@@ -81,7 +84,7 @@ def check_pinned_addresses(
             "pool is read"
         )
         return
-    problems = pinned_address_problems(platform, inspect)
+    problems = pins_outside_pool(platform, inspect)
     if problems:
         raise lab_network.LabNetworkError(
             problem_message("controlPlane.address pins outside the lab's MetalLB pool", problems)

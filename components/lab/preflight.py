@@ -52,6 +52,7 @@ from pulumi import RunError
 from components.config import PlatformConfig
 from components.lab import host_tools, registry_cache
 from components.lab import network as lab_network
+from components.lab.pinned_addresses import pins_outside_pool
 from components.versions import KIND_RELEASE, PINNED
 
 SKIP_ENV = "GPU_PLATFORM_SKIP_PREFLIGHT"
@@ -521,14 +522,9 @@ def check_kind_network(
         return [f"kind network check: {first}"], [f"kind network check: {n}" for n in rest]
     if state != "present":
         return [], [f"kind network check: the range of docker network {name!r} is unknown ({text})"]
-    pins = [
-        (index, tenant.name, tenant.control_plane.address)
-        for index, tenant in enumerate(platform.tenants)
-        if tenant.control_plane.address is not None
-    ]
     problems = lab_network.kind_network_problems(
         name, lab_network.network_subnets(text), ranges
-    ) + lab_network.pinned_pool_problems(text, platform.kind.metallb_pool_size, pins)
+    ) + pins_outside_pool(platform, text)
     if len(problems) == 1:
         raise lab_network.LabNetworkError(f"kind network check failed: {problems[0]}")
     if problems:
