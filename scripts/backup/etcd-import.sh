@@ -44,8 +44,12 @@ done
 
 etcdctl del --prefix "$BACKUP_PREFIX" >/dev/null
 
-for keyfile in "$plan"/keys/*; do
-  [ -e "$keyfile" ] || continue
+# One `etcdctl put` per key (a process and a TLS handshake each), IMPORT_PARALLEL at a time: the
+# keys are distinct and were all deleted above, so their order does not matter, and the tenant's
+# API server is stopped until check-restored has compared every key. xargs exits non-zero when
+# any put failed (set -e stops the import there).
+put_one() {
+  local keyfile="$1" key valuefile
   key="$(<"$keyfile")"
   valuefile="$plan/values/${keyfile##*/}"
   if [ -s "$valuefile" ]; then
@@ -53,5 +57,10 @@ for keyfile in "$plan"/keys/*; do
   else
     etcdctl put -- "$key" "" >/dev/null
   fi
-done
+}
+export -f put_one
+export plan
+# shellcheck disable=SC2016  # $1 is expanded by the child bash, not here
+find "$plan/keys" -type f -print0 |
+  xargs -0 -r -n 1 -P "${IMPORT_PARALLEL:-8}" bash -c 'put_one "$1"' put_one
 echo "restored $count keys under $BACKUP_PREFIX" >&2
