@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "9fb2ccb9b1667fc2154f4e0c197284e55c632c49"
+BASELINE = "e355a0261a0be05335c13185c7e0f50c53af3f63"
 
 
 def _has_commit(commit: str) -> bool:
