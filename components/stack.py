@@ -150,7 +150,7 @@ def check_secret_shapes(platform: PlatformConfig, lookup: Callable[[str], str | 
             datastore_secret_data(driver, raw, key)
         except ConfigError as error:
             problems.append(str(error))
-    targets = {t.backups.target_config_key for t in platform.tenants if t.backups.enabled}
+    targets = {t.backups.named_target for t in platform.tenants}
     for key in sorted(k for k in targets if k):
         raw = lookup(key)
         if raw is None:

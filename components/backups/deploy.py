@@ -13,6 +13,7 @@ import pulumi
 
 from components.backups import objects
 from components.backups.target import target_environment
+from components.config import Tenant
 from components.k8s_objects import typed_object
 
 Opts = Callable[..., pulumi.ResourceOptions]
@@ -38,6 +39,16 @@ def configured_target(config_key: str) -> pulumi.Output[dict[str, str]]:
     was checked before registration, ``components.stack.check_secret_shapes``)."""
     raw = pulumi.Config().require_secret(config_key)
     return pulumi.Output.secret(raw.apply(lambda text: target_environment(text, config_key)))
+
+
+def configured_targets(tenants: Sequence[Tenant]) -> dict[str, pulumi.Output[dict[str, str]]]:
+    """The target of every tenant whose backups name one, by tenant name (the rest, if any, go
+    to the environment's own store)."""
+    return {
+        tenant.name: configured_target(tenant.backups.named_target)
+        for tenant in tenants
+        if tenant.backups.named_target is not None
+    }
 
 
 def register_tenant(

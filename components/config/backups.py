@@ -71,6 +71,12 @@ class TenantBackups(_Model):
         "the lab uses its own object store when unset",
     )
 
+    @property
+    def named_target(self) -> str | None:
+        """The secret config key of the target this tenant's backups go to, when they run and
+        name one (None: no backups, or the environment's own store)."""
+        return self.target_config_key if self.enabled else None
+
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, value: str) -> str:

@@ -50,8 +50,8 @@ def required_secret_keys(platform: PlatformConfig) -> list[str]:
         dedicated = tenant.data_store.dedicated
         if dedicated is not None and dedicated.credentials_config_key:
             keys.append(dedicated.credentials_config_key)
-        if tenant.backups.enabled and tenant.backups.target_config_key:
-            keys.append(tenant.backups.target_config_key)
+        if tenant.backups.named_target is not None:
+            keys.append(tenant.backups.named_target)
     return sorted(set(keys))
 
 

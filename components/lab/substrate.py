@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 
 from components import kubernetes_versions
-from components.backups.deploy import configured_target
+from components.backups.deploy import configured_targets
 from components.backups.objects import PauseOwner
 from components.config import PlatformConfig, Tenant, WorkerPool
 from components.lab import backup_store, pinned_addresses, preflight
@@ -134,16 +134,11 @@ class LabSubstrate:
     def backup_targets(
         self, site: ManagementSite, access: ClusterAccess
     ) -> Mapping[str, pulumi.Output[dict[str, str]]]:
-        backed_up = [t for t in site.platform.tenants if t.backups.enabled]
-        named = {
-            t.name: configured_target(t.backups.target_config_key)
-            for t in backed_up
-            if t.backups.target_config_key is not None
-        }
+        tenants = site.platform.tenants
         # The lab's own object store, only when a tenant keeps its backups there.
-        local_store = [t for t in backed_up if t.backups.target_config_key is None]
+        local_store = [t for t in tenants if t.backups.enabled and t.backups.named_target is None]
         stored = backup_store.register(site, local_store) if local_store else {}
-        return {**stored, **named}
+        return {**stored, **configured_targets(tenants)}
 
     def metrics_storage(self, platform: PlatformConfig) -> MetricsStorage:
         # The lab keeps its samples as long as the pod lives: nothing to clean up on destroy.

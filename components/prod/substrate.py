@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 
 from components import kubernetes_versions
-from components.backups.deploy import configured_target
+from components.backups.deploy import configured_targets
 from components.backups.objects import PauseOwner
 from components.config import PlatformConfig, Tenant, WorkerPool
 from components.metrics.deploy import MetricsStorage
@@ -135,11 +135,7 @@ class ProdSubstrate:
     ) -> Mapping[str, pulumi.Output[dict[str, str]]]:
         # Prod keeps no store of its own: every backed-up tenant names its target
         # (config_checks._backup_targets refuses a stack that does not).
-        return {
-            tenant.name: configured_target(tenant.backups.target_config_key)
-            for tenant in site.platform.tenants
-            if tenant.backups.enabled and tenant.backups.target_config_key is not None
-        }
+        return configured_targets(site.platform.tenants)
 
     def metrics_storage(self, platform: PlatformConfig) -> MetricsStorage:
         # A claim on the cluster's default StorageClass: samples outlive the pod.

@@ -211,7 +211,7 @@ def operator_secret_placeholders(platform: dict[str, Any]) -> dict[str, str]:
         dedicated = tenant.data_store.dedicated
         if dedicated is not None and dedicated.credentials_config_key:
             drivers[dedicated.credentials_config_key] = dedicated.driver
-    targets = {t.backups.target_config_key for t in parsed.tenants if t.backups.enabled}
+    targets = {t.backups.named_target for t in parsed.tenants} - {None}
     placeholders: dict[str, str] = {}
     for key in required_secret_keys(parsed):
         driver = drivers.get(key)
