@@ -13,8 +13,9 @@ Every duration estimate (``graph.DURATIONS``) says how much of it is image pulls
   - **with caches**: a tenant's images are pulled ahead by each worker's ``node-images``
     command, which its join waits for, so nothing on a tenant's path pulls; the management
     cluster's images are pulled ahead by ``management-kind-node-images`` while cert-manager
-    installs, so only cert-manager's own release pulls on the path (the metrics stack and the
-    backup store pull their own images through the caches when they start). The pre-pull commands
+    installs, so only the releases that start with it pull on the path: cert-manager and the
+    default etcd (the metrics stack and the backup store pull their own images through the
+    caches when they start too). The pre-pull commands
     take the pulls they do: from the internet on the first run, from the caches on the second.
     ``late`` lists consumers that would start before their pre-pull finished (then the
     estimate would be optimistic); the report prints it.
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 CACHED_PULL_SECONDS = 2.0
 # The management cluster's releases whose pulls are not ahead even with caches: they start
 # with the management pre-pull, not after it.
-NOT_PULLED_AHEAD = ("*cert-manager*", "*metallb*", "*metrics*", "*backup-store*")
+NOT_PULLED_AHEAD = ("*cert-manager*", "*kamaji-etcd*", "*metallb*", "*metrics*", "*backup-store*")
 MANAGEMENT_PREFIX = "management-"
 MANAGEMENT_PREPULL = "*kind-node-images*"
 WORKER_PREPULL = "*node-images*"

@@ -2,10 +2,13 @@
 
 What every environment has is built here: cert-manager — installed, or (prod,
 ``existing.certManager: existing``, the default: a Metal3 management cluster already runs one)
-the cluster's own, gated until it serves — and Kamaji (the pinned chart; its bundled kamaji-etcd
-as the DataStore ``default`` where the environment deploys it), gated until its CRDs and webhooks
-serve. The stack's substrate says where the cluster comes from and what else runs in it: lab —
-a kind cluster created by scripts, MetalLB with a pool carved from the ``kind`` docker network
+the cluster's own, gated until it serves — and Kamaji (the pinned chart), gated until its CRDs and
+webhooks serve. Where the environment runs the DataStore ``default`` (lab; prod with
+``existing.kamajiEtcd``), its etcd is a kamaji-etcd release of its own that starts at once,
+beside cert-manager, and the DataStore follows Kamaji's CRD.
+
+The stack's substrate says where the cluster comes from and what else runs in it: lab — a kind
+cluster created by scripts, MetalLB with a pool carved from the ``kind`` docker network
 (``components.lab.management``), a host preflight first; prod — an existing cluster reached with
 a secret kubeconfig, and Cluster API through the cluster-api-operator
 (``components.prod.management``), the adopted tenant namespaces checked first.
@@ -29,10 +32,13 @@ from components.management_values import (
     CERT_MANAGER_NAMESPACE,
     CERT_MANAGER_RELEASE,
     DEFAULT_DATASTORE,
+    KAMAJI_ETCD_NAME,
     KAMAJI_NAMESPACE,
     KAMAJI_RELEASE,
     cert_manager_gate_env,
     cert_manager_values,
+    default_etcd_datastore,
+    default_etcd_values,
     kamaji_gate_env,
     kamaji_values,
     management_versions,
@@ -98,19 +104,49 @@ class ManagementCluster(pulumi.ComponentResource):
         )
 
         deploy_etcd = substrate.deploys_default_datastore(platform)
+        cluster_domain = substrate.management_cluster_domain(platform)
+        members = substrate.default_etcd_members(platform)
+        kamaji_namespace = site.namespace(KAMAJI_NAMESPACE)
+        # The default etcd first, in Kamaji's namespace as the chart's bundled one would be: it
+        # needs nothing of cert-manager (its certificates come from its own jobs), so it comes
+        # up while cert-manager does.
+        default_etcd = (
+            [
+                site.release(
+                    KAMAJI_ETCD_NAME,
+                    PINNED.kamaji_etcd,
+                    kamaji_namespace,
+                    default_etcd_values(cluster_domain, members),
+                )
+            ]
+            if deploy_etcd
+            else []
+        )
         cert_manager = self._cert_manager(site, substrate.installs_cert_manager(platform))
         kamaji = site.release(
             KAMAJI_RELEASE,
             chart_cache.kamaji_chart_input(),
-            KAMAJI_NAMESPACE,
-            kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=deploy_etcd),
+            kamaji_namespace,
+            kamaji_values(PINNED.kamaji_image_tag, default_datastore=deploy_etcd),
             depends_on=[cert_manager],
             timeout=900,
+        )
+        datastore = (
+            # Kamaji's CRD (its release) and the etcd's Secrets (the etcd's release) first.
+            [
+                site.custom_resource(
+                    f"datastore-{DEFAULT_DATASTORE}",
+                    default_etcd_datastore(cluster_domain, members),
+                    [kamaji, *default_etcd],
+                )
+            ]
+            if deploy_etcd
+            else []
         )
         kamaji_ready = site.gate(
             "kamaji-ready",
             kamaji_gate_env(platform.kubernetes_version, with_etcd=deploy_etcd),
-            [kamaji],
+            [kamaji, *datastore],
         )
         services = substrate.management_services(site, access, cert_manager, kamaji_ready)
         if platform.metrics.enabled:

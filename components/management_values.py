@@ -1,5 +1,6 @@
 """What the ManagementCluster installs in both environments, as plain data: Helm values for
-cert-manager and Kamaji, the readiness gates' parameters and probes, and the versions output.
+cert-manager, Kamaji and kamaji-etcd (the default etcd, and prod's dedicated ones), the DataStore
+``default``, the readiness gates' parameters and probes, and the versions output.
 
 The lab's kind and MetalLB builders live in ``components.lab.management_values``; prod's Cluster
 API provider objects in ``components.prod.capi_providers`` and the cluster-api-operator values,
@@ -12,7 +13,7 @@ the contract tests check every values key and custom resource against the pinned
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -75,26 +76,108 @@ KAMAJI_RESOURCES: MappingProxyType[str, MappingProxyType[str, str]] = MappingPro
 )
 
 
-def kamaji_values(image_tag: str, deploy_etcd: bool) -> Values:
+def kamaji_values(image_tag: str, default_datastore: bool) -> Values:
     """Kamaji's image of the pinned release (the chart is that release's, pinned by content in
-    ``chart_cache``), with room to run (``KAMAJI_RESOURCES``). With ``deploy_etcd`` the bundled
-    kamaji-etcd creates the DataStore ``default`` and Kamaji uses it for tenants that name none;
-    without it no default DataStore is set (every tenant names its own)."""
-    values: Values = {
+    ``chart_cache``), with room to run (``KAMAJI_RESOURCES``). The chart's bundled kamaji-etcd
+    stays off: where the environment runs the DataStore ``default`` (``default_datastore``), the
+    program installs that etcd as its own release beside cert-manager (``default_etcd_values``)
+    and creates the DataStore itself (``default_etcd_datastore``), so the etcd comes up while
+    cert-manager does instead of after it (the subchart takes its certificates from Kamaji's
+    cert-manager Issuer: charts/kamaji/values.yaml:102-117 at 26.8.2-edge). Kamaji uses that
+    DataStore for tenants that name none; without one no default is set (every tenant names its
+    own)."""
+    return {
         "image": {"tag": image_tag, "pullPolicy": "IfNotPresent"},
         "resources": {key: dict(value) for key, value in KAMAJI_RESOURCES.items()},
-        "defaultDatastoreName": DEFAULT_DATASTORE if deploy_etcd else "",
+        "defaultDatastoreName": DEFAULT_DATASTORE if default_datastore else "",
         "telemetry": {"disabled": True},
-        "kamaji-etcd": {"deploy": deploy_etcd},
+        "kamaji-etcd": {"deploy": False},
     }
-    if deploy_etcd:
-        values["kamaji-etcd"].update(
-            {
-                "fullnameOverride": KAMAJI_ETCD_NAME,
-                "datastore": {"enabled": True, "name": DEFAULT_DATASTORE},
-            }
-        )
+
+
+# ------------------------------------------------------------------------------ kamaji-etcd
+
+# kamaji-etcd v0.17.0's defaults (charts/kamaji-etcd/values.yaml:6 replicas, :31 clientPort) and
+# the names its helpers derive from ``fullnameOverride``
+# (templates/_helpers.tpl: etcd.stsName and etcd.serviceName 41-43, 86-88, the CA Secret
+# ``<name>-certs`` 93-95, the root client Secret ``<name>-root-client-certs`` 165-167).
+KAMAJI_ETCD_REPLICAS = 3
+KAMAJI_ETCD_CLIENT_PORT = 2379
+
+
+def kamaji_etcd_values(
+    name: str,
+    *,
+    cluster_domain: str,
+    replicas: int = KAMAJI_ETCD_REPLICAS,
+    claim: Mapping[str, str] | None = None,
+    datastore: bool = True,
+) -> Values:
+    """Values of a kamaji-etcd release called ``name`` (its workloads, Secrets and DataStore are
+    named so too): the management cluster's default etcd, or a tenant's dedicated one (prod).
+
+    Certificates come from the chart's own cfssl and kubectl jobs (its defaults:
+    ``selfSignedCertificates.enabled``, ``certManager.enabled: false``), so the release needs
+    nothing but the cluster, not even cert-manager; the cfssl image is pinned
+    (``PINNED.kamaji_etcd_cfssl_tag``) where the chart would take ``latest``. kamaji-etcd builds
+    its peer, certificate and DataStore endpoint names as
+    ``<member>.<service>.<namespace>.svc.<clusterDomain>`` (templates/_helpers.tpl:183-214), so
+    ``clusterDomain`` is the management cluster's own, always given. ``datastore``: whether the
+    chart creates the DataStore ``name`` (it needs Kamaji's CRD installed first)."""
+    values: Values = {
+        "fullnameOverride": name,
+        "replicas": replicas,
+        "clusterDomain": cluster_domain,
+        "datastore": {"enabled": datastore, **({"name": name} if datastore else {})},
+        "jobs": {"cfssl": {"tag": PINNED.kamaji_etcd_cfssl_tag}},
+    }
+    if claim is not None:
+        values["persistentVolumeClaim"] = dict(claim)
     return values
+
+
+def default_etcd_values(cluster_domain: str, members: int) -> Values:
+    """The management cluster's default etcd (``KAMAJI_ETCD_NAME``, Kamaji's own name for it)
+    of ``members`` members, installed beside cert-manager: without its DataStore, which needs
+    Kamaji's CRD and is the program's (``default_etcd_datastore``)."""
+    return kamaji_etcd_values(
+        KAMAJI_ETCD_NAME, cluster_domain=cluster_domain, replicas=members, datastore=False
+    )
+
+
+def default_etcd_datastore(cluster_domain: str, members: int) -> Values:
+    """The DataStore ``default`` over the default etcd: what kamaji-etcd v0.17.0 renders for it
+    with ``datastore.enabled`` and self-signed certificates (templates/etcd_datastore.yaml: the
+    headless endpoints of its ``members``, the CA and the root client certificate its jobs
+    store), so Kamaji reaches the etcd as the chart would have it
+    (tests/contract/test_default_datastore.py renders the chart and compares)."""
+    name, namespace = KAMAJI_ETCD_NAME, KAMAJI_NAMESPACE
+
+    def secret(secret_name: str, key: str) -> Values:
+        return {"secretReference": {"keyPath": key, "name": secret_name, "namespace": namespace}}
+
+    return {
+        "apiVersion": KAMAJI_API,
+        "kind": "DataStore",
+        "metadata": {"name": DEFAULT_DATASTORE},
+        "spec": {
+            "driver": "etcd",
+            "endpoints": [
+                f"{name}-{member}.{name}.{namespace}.svc.{cluster_domain}:{KAMAJI_ETCD_CLIENT_PORT}"
+                for member in range(members)
+            ],
+            "tlsConfig": {
+                "certificateAuthority": {
+                    "certificate": secret(f"{name}-certs", "ca.crt"),
+                    "privateKey": secret(f"{name}-certs", "ca.key"),
+                },
+                "clientCertificate": {
+                    "certificate": secret(f"{name}-root-client-certs", "tls.crt"),
+                    "privateKey": secret(f"{name}-root-client-certs", "tls.key"),
+                },
+            },
+        },
+    }
 
 
 # ------------------------------------------------------------------------------ objects
@@ -162,7 +245,7 @@ def gate_env(
 
 def kamaji_gate_env(kubernetes_version: str, with_etcd: bool) -> dict[str, str]:
     """Kamaji serving: its CRDs established, its controller (which serves the webhooks) rolled
-    out, the bundled etcd and DataStore ``default`` ready when deployed, and a TenantControlPlane
+    out, the default etcd and DataStore ``default`` ready when deployed, and a TenantControlPlane
     through the admission webhooks by a server-side dry run."""
     rollouts = [f"{KAMAJI_NAMESPACE}/deployment/{KAMAJI_RELEASE}"]
     conditions: list[str] = []

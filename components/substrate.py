@@ -352,7 +352,7 @@ class ManagementSite:
         self,
         release: str,
         chart: HelmChart | str,
-        namespace: str,
+        namespace: str | k8s.core.v1.Namespace,
         values: Mapping[str, Any],
         depends_on: Sequence[pulumi.Resource] = (),
         timeout: int = 600,
@@ -360,9 +360,10 @@ class ManagementSite:
         """A pinned chart — its verified archive in ``.charts/`` (``chart_cache.chart_input``), or
         the local Kamaji chart directory pinned by content (``chart_cache.kamaji_chart_input``),
         each a project-relative path, the same input on every machine, and no repository asked
-        at install — in its own namespace (a Namespace object, so destroy removes it), awaited
-        until its workloads are ready."""
-        ns = self.namespace(namespace)
+        at install — in its own namespace (a Namespace object, so destroy removes it; two
+        releases that share one pass the same ``site.namespace(...)``), awaited until its
+        workloads are ready."""
+        ns = self.namespace(namespace) if isinstance(namespace, str) else namespace
         if isinstance(chart, str):
             source: dict[str, Any] = {"chart": chart}
         else:
@@ -470,7 +471,15 @@ class Substrate(Protocol):
         ...
 
     def deploys_default_datastore(self, platform: PlatformConfig) -> bool:
-        """Whether Kamaji's bundled etcd runs as the DataStore ``default``."""
+        """Whether the management cluster runs its own etcd as the DataStore ``default``."""
+        ...
+
+    def management_cluster_domain(self, platform: PlatformConfig) -> str:
+        """The management cluster's DNS domain (the default etcd's member names end in it)."""
+        ...
+
+    def default_etcd_members(self, platform: PlatformConfig) -> int:
+        """How many members the default etcd runs (where ``deploys_default_datastore``)."""
         ...
 
     def management_services(

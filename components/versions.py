@@ -62,6 +62,12 @@ class PinnedVersions:
     # Kamaji's Helm repository only serves a moving 0.0.0+latest.
     kamaji_image_tag: str = "26.8.2-edge"
     kamaji_etcd: HelmChart = HelmChart("https://clastix.github.io/charts", "kamaji-etcd", "0.17.0")
+    # The tag of the cfssl image kamaji-etcd's certificate job runs (its chart defaults to
+    # ``latest``: charts/kamaji-etcd/templates/etcd_job_preinstall_1.yaml, values.yaml:216-218).
+    # cloudflare/cfssl publishes an image per v* tag (.github/workflows/docker-builds.yml,
+    # docker/metadata-action) and ``latest`` follows the newest, v1.6.5 (its Dockerfile builds
+    # on golang:1.20, which has the bash the job's script runs in).
+    kamaji_etcd_cfssl_tag: str = "v1.6.5"
     # Inside each tenant. Since Calico v3.32.0 the tigera-operator chart ships no CRDs: they come
     # from the separate crd.projectcalico.org.v1 chart of the same Calico release, installed
     # first (projectcalico/calico v3.32.1 charts/tigera-operator/README.md; release note #11727).

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+# The project and the policy pack, as pytest has them (pyproject.toml ``pythonpath``): the
+# rendering helpers check CEL with the pack's own functions.
+sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "policies")]
 
 from components.lab import lab_images  # noqa: E402
 from tests.support.harness import evaluate, load_stack_config  # noqa: E402

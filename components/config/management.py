@@ -199,7 +199,11 @@ class ExistingManagement(_Model):
         default="managementKubeconfig",
         description="the secret config key holding the management kubeconfig",
     )
-    kamaji_etcd: bool = Field(default=False, description="deploy Kamaji's bundled etcd")
+    kamaji_etcd: bool = Field(
+        default=False,
+        description="deploy a kamaji-etcd beside Kamaji as the DataStore 'default' for tenants "
+        "that name none",
+    )
     cert_manager: Literal["existing", "install"] = Field(
         default="existing",
         description="existing: adopt the cert-manager the cluster runs (Metal3's bare-metal "
@@ -209,8 +213,8 @@ class ExistingManagement(_Model):
     )
     cluster_domain: str = Field(
         default="cluster.local",
-        description="the management cluster's DNS domain: per-tenant kamaji-etcd member and "
-        "DataStore endpoint names end in it",
+        description="the management cluster's DNS domain: kamaji-etcd member and DataStore "
+        "endpoint names end in it",
     )
     cluster_api: ClusterApiVersions = Field(
         default=ClusterApiVersions(), description="provider versions (cluster-api-operator)"

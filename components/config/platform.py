@@ -198,8 +198,8 @@ class PlatformConfig(_Model):
 
     def datastore_driver_of(self, tenant: Tenant) -> str:
         """The driver of the DataStore ``tenant``'s state lives in: its dedicated one's, a
-        declared one's, or etcd for any other name (Kamaji's bundled kamaji-etcd ``default``;
-        an unknown name is reported by ``platform_problems``)."""
+        declared one's, or etcd for any other name (the management cluster's kamaji-etcd
+        ``default``; an unknown name is reported by ``platform_problems``)."""
         binding = tenant.data_store
         if binding.dedicated is not None:
             return binding.dedicated.driver
@@ -227,7 +227,7 @@ class PlatformConfig(_Model):
 
 def platform_problems(platform: PlatformConfig, *, default_datastore: bool) -> list[str]:
     """Cross-field problems every stack can have, one line each naming its key and the fix;
-    ``default_datastore``: whether the environment runs Kamaji's bundled etcd as the DataStore
+    ``default_datastore``: whether the environment runs its own kamaji-etcd as the DataStore
     ``default``. The environment's own checks live in ``components.lab`` and ``components.prod``;
     ``components.stack`` runs both, so one error lists every problem."""
     return [

@@ -167,11 +167,28 @@ def _registry_caches(
     return caches, mirrors
 
 
-# The metrics stack (Prometheus, Grafana and its dashboard fetcher) waits on nothing once the
-# management cluster serves, so it pulls its own images through the caches as it starts; pulling
-# them ahead as well would only delay the pre-pull Kamaji and the control planes start from
-# (benchmarks/bringup.py NOT_PULLED_AHEAD models the same).
-STARTS_AT_ONCE = frozenset({PINNED.prometheus_image, PINNED.grafana_image, PINNED.completer_image})
+# The default etcd starts at once, beside cert-manager (components.management_cluster): its member
+# (kamaji-etcd 0.17.0's appVersion), its certificate job's cfssl and kubectl (tagged with the kind
+# node's minor) and its root-user job's etcdctl; tests/contract/test_default_datastore.py renders
+# the chart and compares.
+DEFAULT_ETCD_IMAGES = frozenset(
+    {
+        "quay.io/coreos/etcd:v3.6.12",
+        f"cfssl/cfssl:{PINNED.kamaji_etcd_cfssl_tag}",
+        "clastix/kubectl:v1.35",
+        "quay.io/coreos/etcd:v3.5.6",
+    }
+)
+# What starts as soon as the management cluster serves pulls its own images through the caches
+# as it starts: the default etcd, and the metrics stack (Prometheus, Grafana and its dashboard
+# fetcher), which waits on nothing. Pulling them ahead as well would only delay the pre-pull
+# Kamaji and the control planes start from (benchmarks/bringup.py NOT_PULLED_AHEAD models the
+# same).
+STARTS_AT_ONCE = DEFAULT_ETCD_IMAGES | {
+    PINNED.prometheus_image,
+    PINNED.grafana_image,
+    PINNED.completer_image,
+}
 
 
 def metallb(site: ManagementSite, lb_pool: pulumi.Output[list[str]]) -> list[pulumi.Resource]:

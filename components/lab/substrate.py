@@ -86,6 +86,19 @@ class LabSubstrate:
     def deploys_default_datastore(self, platform: PlatformConfig) -> bool:
         return True
 
+    def management_cluster_domain(self, platform: PlatformConfig) -> str:
+        # kind sets no dnsDomain in its kubeadm config (kind v0.31.0
+        # pkg/cluster/internal/kubeadm/config.go), so kubeadm's default applies; kind itself
+        # counts on it (pkg/cluster/internal/providers/docker/provision.go:304).
+        return "cluster.local"
+
+    def default_etcd_members(self, platform: PlatformConfig) -> int:
+        # One: every member would sit on the one kind node, on the one disk of the one host, so
+        # a quorum of three protects nothing there, while it triples the etcd's memory and its
+        # start (kamaji-etcd v0.17.0 templates/etcd_sts.yaml sets no podManagementPolicy: the
+        # members start one after another, OrderedReady).
+        return 1
+
     def management_services(
         self,
         site: ManagementSite,

@@ -12,6 +12,7 @@ from components import kubernetes_versions
 from components.backups.deploy import configured_targets
 from components.backups.objects import PauseOwner
 from components.config import PlatformConfig, Tenant, WorkerPool
+from components.management_values import KAMAJI_ETCD_REPLICAS
 from components.metrics.deploy import MetricsStorage
 from components.metrics.objects import PROMETHEUS_CLAIM, prometheus_claim
 from components.metrics.scrape import TenantSource, dcgm_source
@@ -89,6 +90,12 @@ class ProdSubstrate:
 
     def deploys_default_datastore(self, platform: PlatformConfig) -> bool:
         return platform.existing.kamaji_etcd
+
+    def management_cluster_domain(self, platform: PlatformConfig) -> str:
+        return platform.existing.cluster_domain
+
+    def default_etcd_members(self, platform: PlatformConfig) -> int:
+        return KAMAJI_ETCD_REPLICAS  # a quorum that survives one member's loss
 
     def management_services(
         self,

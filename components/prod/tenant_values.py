@@ -12,6 +12,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+from components import management_values
 from components.config import DedicatedDataStore, GpuDriver
 from components.tenant_specs import dedicated_etcd_name
 from components.tenant_values import GPU_OPERATOR_NAMESPACE, NVIDIA_RUNTIME_CLASS
@@ -127,23 +128,18 @@ def gpu_operator_values(driver: GpuDriver | None = None) -> dict[str, Any]:
 def kamaji_etcd_values(
     tenant_name: str, dedicated: DedicatedDataStore, cluster_domain: str = "cluster.local"
 ) -> dict[str, Any]:
-    """Values for a kamaji-etcd release that serves one tenant only (prod).
-
-    kamaji-etcd v0.17.0 builds its peer, certificate and DataStore endpoint names as
-    ``<member>.<service>.<namespace>.svc.<clusterDomain>`` (charts/kamaji-etcd/templates/
-    _helpers.tpl:183-214), so ``clusterDomain`` is the management cluster's own, always given. A
-    PVC ``storageClassName`` of "" (the chart's default, values.yaml:71) means the cluster's
+    """Values for a kamaji-etcd release that serves one tenant only (prod), with its DataStore
+    (``management_values.kamaji_etcd_values`` says what every kamaji-etcd release here sets).
+    A PVC ``storageClassName`` of "" (the chart's default, values.yaml:71) means the cluster's
     default StorageClass; a configured one is passed through."""
     if not dedicated.deploys_kamaji_etcd:
         raise ValueError("only a dedicated etcd without endpoints is deployed with kamaji-etcd")
-    name = dedicated_etcd_name(tenant_name)
-    claim: dict[str, Any] = {"size": dedicated.storage_size}
+    claim: dict[str, str] = {"size": dedicated.storage_size}
     if dedicated.storage_class_name is not None:
         claim["storageClassName"] = dedicated.storage_class_name
-    return {
-        "fullnameOverride": name,
-        "replicas": dedicated.replicas,
-        "clusterDomain": cluster_domain,
-        "persistentVolumeClaim": claim,
-        "datastore": {"enabled": True, "name": name},
-    }
+    return management_values.kamaji_etcd_values(
+        dedicated_etcd_name(tenant_name),
+        cluster_domain=cluster_domain,
+        replicas=dedicated.replicas,
+        claim=claim,
+    )

@@ -24,6 +24,7 @@ import yaml
 
 from components import chart_cache
 from components.lab.management_values import METALLB_POOL_NAME
+from components.management_values import default_etcd_datastore, default_etcd_values
 from components.versions import PINNED
 from tests.support.fakes_management import FAKE_KUBECONFIG
 from tests.support.harness import (
@@ -293,7 +294,7 @@ def test_lab_metallb_objects_wait_for_metallb_to_serve(lab: Recording) -> None:
 
 def test_lab_installs_the_pinned_charts(lab: Recording) -> None:
     releases = _releases(lab)
-    assert set(releases) == {"metallb", "cert-manager", "kamaji"}
+    assert set(releases) == {"metallb", "cert-manager", "kamaji", "kamaji-etcd"}
     assert releases["metallb"].inputs["version"] == PINNED.metallb.version
     assert releases["cert-manager"].inputs["values"] == {"crds": {"enabled": True}}
     kamaji = releases["kamaji"]
@@ -303,8 +304,13 @@ def test_lab_installs_the_pinned_charts(lab: Recording) -> None:
     assert chart_cache.kamaji_pins()[0].tag == PINNED.kamaji_image_tag
     assert "version" not in kamaji.inputs
     assert kamaji.inputs["values"]["image"]["tag"] == PINNED.kamaji_image_tag
-    assert kamaji.inputs["values"]["kamaji-etcd"]["deploy"] is True
-    assert kamaji.inputs["values"]["kamaji-etcd"]["datastore"]["name"] == "default"
+    assert kamaji.inputs["values"]["kamaji-etcd"] == {"deploy": False}
+    assert kamaji.inputs["values"]["defaultDatastoreName"] == "default"
+    etcd = releases["kamaji-etcd"]
+    assert etcd.inputs["chart"] == chart_cache.chart_input(PINNED.kamaji_etcd)
+    assert etcd.inputs["namespace"] == "kamaji-system"
+    # One member in the lab (components/lab/substrate.py says why).
+    assert etcd.inputs["values"] == default_etcd_values("cluster.local", 1)
     for release in releases.values():
         assert release.inputs["skipAwait"] is False
         assert (
@@ -319,6 +325,7 @@ def test_lab_kamaji_comes_after_cert_manager_and_is_gated(lab: Recording) -> Non
     gate = lab.named("management-kamaji-ready")
     assert gate.inputs["create"] == _script("wait-ready.sh")
     assert _waits_for(lab, gate, "management-kamaji")
+    assert _waits_for(lab, gate, "management-datastore-default")
     env = gate.inputs["environment"]
     assert "tenantcontrolplanes.kamaji.clastix.io" in env["WAIT_CRDS"].split()
     assert "kamaji-system/deployment/kamaji" in env["WAIT_ROLLOUTS"].split()
@@ -334,6 +341,29 @@ def test_gates_get_the_kubeconfig_as_a_secret(lab: Recording, prod: Recording) -
             assert gate.input_is_secret("environment"), gate.name
             assert gate.inputs["environment"]["KUBECONFIG_CONTENT"] == kubeconfig
             assert gate.inputs["delete"]
+
+
+def test_the_default_etcd_starts_beside_cert_manager(lab: Recording, prod: Recording) -> None:
+    """The etcd needs nothing of cert-manager or Kamaji, so nothing of theirs is before it: it
+    comes up while they do. Its DataStore waits for both Kamaji (the CRD) and the etcd (its
+    certificate Secrets), and the tenants wait for the DataStore through the gate."""
+    etcd = lab.named("management-kamaji-etcd")
+    before_etcd = lab.dependency_closure(etcd)
+    for unrelated in ("management-cert-manager", "management-kamaji", "management-metallb"):
+        assert lab.named(unrelated).urn not in before_etcd, unrelated
+    kamaji = lab.named("management-kamaji")
+    assert etcd.urn not in lab.dependency_closure(kamaji)
+    assert lab.named("management-ns-kamaji-system").urn in before_etcd
+    datastore = lab.named("management-datastore-default")
+    assert datastore.inputs["kind"] == "DataStore"
+    assert datastore.inputs["spec"] == default_etcd_datastore("cluster.local", 1)["spec"]
+    assert _waits_for(lab, datastore, "management-kamaji")
+    assert _waits_for(lab, datastore, "management-kamaji-etcd")
+    for tenant in lab.of_type("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"):
+        assert datastore.urn in lab.dependency_closure(tenant), tenant.name
+    # prod adopts tenants' own DataStores unless management.existing.kamajiEtcd is set.
+    assert not [r for r in prod.resources if r.name == "management-kamaji-etcd"]
+    assert not [r for r in prod.resources if r.name == "management-datastore-default"]
 
 
 def test_lab_ready_covers_kamaji_serving_and_the_pool(lab: Recording) -> None:
@@ -618,14 +648,22 @@ def test_prod_with_bundled_etcd_and_docker_infrastructure() -> None:
     config = _prod_config()
     existing = config["gpu-platform:platform"]["management"]["existing"]
     existing["kamajiEtcd"] = True
+    existing["clusterDomain"] = "corp.example"
     existing["clusterApi"]["infrastructure"] = {"name": "docker", "version": "v1.13.5"}
     for tenant in config["gpu-platform:platform"]["tenants"]:
         for pool in tenant["workerPools"]:
             pool["machine"] = {"provider": "docker", "template": {"customImage": "x"}}
     recording = _recording("prod", False, config)
     values = _releases(recording)["kamaji"].inputs["values"]
-    assert values["kamaji-etcd"]["deploy"] is True
+    assert values["kamaji-etcd"] == {"deploy": False}
     assert values["defaultDatastoreName"] == "default"
+    # The etcd in the management cluster's own DNS domain, not kind's.
+    domain = "corp.example"
+    etcd = _releases(recording)["kamaji-etcd"]
+    assert etcd.inputs["values"]["clusterDomain"] == domain
+    datastore = recording.named("management-datastore-default")
+    assert etcd.inputs["values"]["replicas"] == 3  # prod keeps a quorum
+    assert datastore.inputs["spec"] == default_etcd_datastore(domain, 3)["spec"]
     infra = next(r for r in recording.resources if r.type.endswith(":InfrastructureProvider"))
     assert infra.inputs["metadata"] == {"name": "docker", "namespace": "capd-system"}
     assert infra.inputs["spec"] == {"version": "v1.13.5"}

@@ -46,13 +46,9 @@ KEPT_AT_DEFAULT: dict[tuple[str, str], str] = {
         "tenants without a DataStore of their own bind to it by this name; stated so the "
         "program's DEFAULT_DATASTORE and the chart cannot drift apart"
     ),
-    ("kamaji", "kamaji-etcd.deploy"): "the lab's bundled etcd, stated (prod turns it off)",
-    ("kamaji", "kamaji-etcd.fullnameOverride"): (
-        "the readiness gate and the DataStore's endpoints use this name; stated, not derived"
-    ),
-    ("kamaji", "kamaji-etcd.datastore.enabled"): "the DataStore 'default' the lab's tenants use",
-    ("kamaji", "kamaji-etcd.datastore.name"): (
-        "the DataStore the lab's TenantControlPlanes name; stated, not derived from the release"
+    ("kamaji-etcd", "fullnameOverride"): (
+        "the default etcd's release is called what the chart would derive; stated because the "
+        "readiness gate and the program's DataStore 'default' name its members and Secrets"
     ),
     ("gpu-operator", "toolkit.enabled"): (
         "stated so the toolkit HAMi's device plugin waits for cannot be turned off by a chart "

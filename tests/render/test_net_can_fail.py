@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from components.chart_cache import release_chart_name
+from components.management_values import default_etcd_datastore
 from components.versions import PINNED
 from tests.render.conftest import platform_block
 from tests.support import rendered_facts
@@ -183,7 +184,8 @@ def test_a_crd_from_a_pre_install_hook_does_not_serve_the_same_releases_template
     lab: RenderedStack, recordings: Callable[[str, bool], Recording], tmp_path: Path
 ) -> None:
     """Helm maps every template before it runs any hook: Kamaji's CRDs moved from crds/ into a
-    pre-install hook would leave its DataStore template unmappable."""
+    pre-install hook would leave a DataStore template of the same chart unmappable (the chart has
+    none of its own since its etcd is a release of its own: the test adds one)."""
     chart = _chart_copy(lab.recording, "management-kamaji", tmp_path)
     hooked = []
     for crd in sorted((chart / "crds").glob("*.yaml")):
@@ -193,6 +195,8 @@ def test_a_crd_from_a_pre_install_hook_does_not_serve_the_same_releases_template
                 hooked.append(doc)
         crd.unlink()
     (chart / "templates" / "crds-as-hooks.yaml").write_text(yaml.safe_dump_all(hooked))
+    datastore = default_etcd_datastore("cluster.local", 1)
+    (chart / "templates" / "datastore.yaml").write_text(yaml.safe_dump(datastore))
     broken = _render(recordings, "lab", overrides={"management-kamaji": chart})
     problems = [p for p in missing_crds(broken) if p.startswith("DataStore ")]
     assert len(problems) == 1, problems

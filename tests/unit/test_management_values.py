@@ -28,7 +28,10 @@ from components.management_values import (
     CERT_MANAGER_CRDS,
     cert_manager_gate_env,
     cert_manager_values,
+    default_etcd_datastore,
+    default_etcd_values,
     gate_env,
+    kamaji_etcd_values,
     kamaji_gate_env,
     kamaji_values,
     management_versions,
@@ -93,15 +96,63 @@ def test_cert_manager_installs_its_crds_with_the_v1_21_key() -> None:
     assert cert_manager_values() == {"crds": {"enabled": True}}
 
 
-def test_kamaji_lab_values_pin_the_image_and_deploy_the_default_datastore() -> None:
-    values = kamaji_values("26.8.2-edge", deploy_etcd=True)
+def test_kamaji_lab_values_pin_the_image_and_name_the_default_datastore() -> None:
+    values = kamaji_values("26.8.2-edge", default_datastore=True)
     assert values["image"]["tag"] == "26.8.2-edge"
     assert values["defaultDatastoreName"] == "default"
-    assert values["kamaji-etcd"]["deploy"] is True
-    assert values["kamaji-etcd"]["datastore"] == {"enabled": True, "name": "default"}
+    # The etcd is a release of its own (default_etcd_values), never the chart's subchart, whose
+    # certificates would wait for cert-manager.
+    assert values["kamaji-etcd"] == {"deploy": False}
     # The docs' keys etcd.* and datastore.* do not exist in the chart.
     assert "etcd" not in values
     assert "datastore" not in values
+
+
+def test_the_default_etcd_needs_nothing_of_cert_manager(upstream_dir: Path) -> None:
+    """Installed beside cert-manager, so its certificates must come from its own jobs: the
+    chart's defaults (self-signed on, cert-manager off) are left alone, and the chart would fail
+    its render with both on (templates/_helpers.tpl:220-222)."""
+    defaults = yaml.safe_load((upstream_dir / "kamaji-etcd" / "values.yaml").read_text())
+    values = default_etcd_values("cluster.local", 1)
+    assert defaults["selfSignedCertificates"]["enabled"] is True
+    assert defaults["certManager"]["enabled"] is False
+    assert "certManager" not in values
+    assert "selfSignedCertificates" not in values
+    assert values["fullnameOverride"] == "kamaji-etcd"
+    assert values["replicas"] == 1
+    assert default_etcd_values("cluster.local", 3)["replicas"] == defaults["replicas"] == 3
+    # Its DataStore is the program's: the chart's would need Kamaji's CRD, installed later.
+    assert values["datastore"] == {"enabled": False}
+
+
+def test_kamaji_etcd_jobs_run_a_pinned_cfssl_not_latest(upstream_dir: Path) -> None:
+    defaults = yaml.safe_load((upstream_dir / "kamaji-etcd" / "values.yaml").read_text())
+    assert defaults["jobs"]["cfssl"]["tag"] == ""  # the template's default: "latest"
+    for values in (
+        default_etcd_values("cluster.local", 1),
+        kamaji_etcd_values("team-a-etcd", cluster_domain="cluster.local"),
+    ):
+        assert values["jobs"] == {"cfssl": {"tag": PINNED.kamaji_etcd_cfssl_tag}}
+        assert PINNED.kamaji_etcd_cfssl_tag not in ("", "latest")
+
+
+def test_the_default_datastore_names_every_member_in_the_clusters_domain() -> None:
+    datastore = default_etcd_datastore("corp.example", 3)
+    assert datastore["metadata"] == {"name": "default"}
+    assert datastore["spec"]["endpoints"] == [
+        f"kamaji-etcd-{member}.kamaji-etcd.kamaji-system.svc.corp.example:2379"
+        for member in range(3)
+    ]
+    assert default_etcd_datastore("cluster.local", 1)["spec"]["endpoints"] == [
+        "kamaji-etcd-0.kamaji-etcd.kamaji-system.svc.cluster.local:2379"
+    ]
+    tls = datastore["spec"]["tlsConfig"]
+    secrets = {ref["secretReference"]["name"] for part in tls.values() for ref in part.values()}
+    assert secrets == {"kamaji-etcd-certs", "kamaji-etcd-root-client-certs"}
+
+
+def test_the_default_datastore_fits_kamajis_crd(upstream_dir: Path) -> None:
+    assert crd_violations(upstream_dir, default_etcd_datastore("cluster.local", 1)) == []
 
 
 def test_kamaji_does_not_run_at_the_charts_100mi_limit(upstream_dir: Path) -> None:
@@ -109,8 +160,8 @@ def test_kamaji_does_not_run_at_the_charts_100mi_limit(upstream_dir: Path) -> No
     webhooks; Kamaji's guides install without limits. Every default key is overridden, so none
     of the chart's small numbers survives Helm's merge."""
     defaults = yaml.safe_load((upstream_dir / "kamaji" / "values.yaml").read_text())["resources"]
-    for deploy_etcd in (True, False):
-        resources = kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=deploy_etcd)["resources"]
+    for default_datastore in (True, False):
+        resources = kamaji_values(PINNED.kamaji_image_tag, default_datastore)["resources"]
         assert {(k, r) for k in defaults for r in defaults[k]} <= {
             (k, r) for k in resources for r in resources[k]
         }
@@ -126,8 +177,8 @@ def _mebibytes(quantity: str) -> int:
     return int(quantity[:-2]) * units[quantity[-2:]]
 
 
-def test_kamaji_without_bundled_etcd_has_no_default_datastore() -> None:
-    values = kamaji_values("26.8.2-edge", deploy_etcd=False)
+def test_kamaji_without_a_default_etcd_has_no_default_datastore() -> None:
+    values = kamaji_values("26.8.2-edge", default_datastore=False)
     assert values["kamaji-etcd"] == {"deploy": False}
     assert values["defaultDatastoreName"] == ""
 
@@ -137,8 +188,9 @@ def test_kamaji_without_bundled_etcd_has_no_default_datastore() -> None:
     [
         ("metallb", metallb_values()),
         ("cert-manager", cert_manager_values()),
-        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=True)),
-        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, deploy_etcd=False)),
+        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, default_datastore=True)),
+        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, default_datastore=False)),
+        ("kamaji-etcd", default_etcd_values("cluster.local", 1)),
     ],
 )
 def test_values_keys_exist_in_the_pinned_charts(

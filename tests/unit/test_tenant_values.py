@@ -32,6 +32,7 @@ from components.tenant_values import (
     kube_scheduler_image,
     webhook_excluded_namespaces,
 )
+from components.versions import PINNED
 from tests.support.contracts import missing_values_keys
 from tests.support.harness import load_stack_config
 
@@ -267,6 +268,7 @@ def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
         "clusterDomain": "cluster.local",
         "persistentVolumeClaim": {"size": "16Gi"},
         "datastore": {"enabled": True, "name": "team-a-etcd"},
+        "jobs": {"cfssl": {"tag": PINNED.kamaji_etcd_cfssl_tag}},
     }
 
 

@@ -1,0 +1,99 @@
+"""The management cluster's default etcd, installed as its own kamaji-etcd release beside
+cert-manager, with the DataStore ``default`` created by the program (``components.
+management_values``): the facts that rest on the pinned chart, read from what it renders.
+
+Rendered from the pinned archive (``make charts``); skipped with one line when it is absent.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import pytest
+
+from components.lab.management import DEFAULT_ETCD_IMAGES
+from components.management_values import (
+    DEFAULT_DATASTORE,
+    KAMAJI_ETCD_NAME,
+    KAMAJI_NAMESPACE,
+    default_etcd_datastore,
+    default_etcd_values,
+)
+from components.versions import PINNED
+from tests.support.charts import RenderedRelease, render_pinned_or_skip
+
+MANAGEMENT_VERSION = "v1.35.0"  # the lab's kind node (PINNED.kind_node_image)
+SHAPES = (("cluster.local", 1), ("corp.example", 3))
+
+
+def _render(values: dict[str, Any]) -> RenderedRelease:
+    chart = PINNED.kamaji_etcd
+    return render_pinned_or_skip(
+        chart.chart,
+        chart.version,
+        values,
+        name=KAMAJI_ETCD_NAME,
+        namespace=KAMAJI_NAMESPACE,
+        kube_version=MANAGEMENT_VERSION,
+    )
+
+
+@pytest.mark.parametrize(("domain", "members"), SHAPES)
+def test_the_programs_datastore_is_the_charts_own(domain: str, members: int) -> None:
+    """The same release with the chart's own DataStore turned on renders exactly the spec the
+    program creates: same members, same certificate Secrets, same keys."""
+    values = default_etcd_values(domain, members)
+    with_chart_datastore = {**values, "datastore": {"enabled": True, "name": DEFAULT_DATASTORE}}
+    [charts] = _render(with_chart_datastore).of_kind("DataStore")
+    ours = default_etcd_datastore(domain, members)
+    assert charts["apiVersion"] == ours["apiVersion"]
+    assert charts["metadata"]["name"] == ours["metadata"]["name"]
+    assert charts["spec"] == ours["spec"]
+
+
+def test_the_release_itself_creates_no_datastore() -> None:
+    """Installed before Kamaji, whose CRD a DataStore needs."""
+    assert _render(default_etcd_values("cluster.local", 1)).of_kind("DataStore") == []
+
+
+def test_the_release_needs_no_cert_manager_kind() -> None:
+    """Installed beside cert-manager, before its CRDs serve: nothing of cert-manager.io."""
+    rendered = _render(default_etcd_values("cluster.local", 1))
+    kinds = {str(obj.get("apiVersion", "")) for obj in rendered.all_objects()}
+    assert not any(api.startswith("cert-manager.io/") for api in kinds)
+
+
+def test_its_jobs_store_the_secrets_the_datastore_names() -> None:
+    """The pre-install job creates the CA and root-client Secrets the DataStore reads."""
+    rendered = _render(default_etcd_values("cluster.local", 1))
+    scripts = " ".join(
+        " ".join(container.get("command", []) + container.get("args", []))
+        for job in rendered.pre_install_hooks
+        if job.get("kind") == "Job"
+        for container in job["spec"]["template"]["spec"].get("containers", [])
+    )
+    words = set(shlex.split(scripts.replace(";", " ")))
+    datastore = default_etcd_datastore("cluster.local", 1)
+    named = {
+        ref["secretReference"]["name"]
+        for part in datastore["spec"]["tlsConfig"].values()
+        for ref in part.values()
+    }
+    assert named <= words, named - words
+
+
+def test_every_image_of_the_release_is_pinned_and_not_pulled_ahead() -> None:
+    """The release starts at once, so the management pre-pull leaves its images out
+    (``STARTS_AT_ONCE``): the list there must be what the chart runs."""
+    rendered = _render(default_etcd_values("cluster.local", 1))
+    images = {
+        container["image"]
+        for obj in rendered.all_objects()
+        if obj.get("kind") in ("Job", "StatefulSet")
+        for key in ("initContainers", "containers")
+        for container in obj["spec"]["template"]["spec"].get(key, [])
+    }
+    assert f"cfssl/cfssl:{PINNED.kamaji_etcd_cfssl_tag}" in images
+    assert not [image for image in images if image.endswith(":latest") or ":" not in image]
+    assert images == DEFAULT_ETCD_IMAGES
