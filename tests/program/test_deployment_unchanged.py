@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "e355a0261a0be05335c13185c7e0f50c53af3f63"
+BASELINE = "f084d28b9159855e80a3564d698f784545a094ec"
 
 
 def _has_commit(commit: str) -> bool:
