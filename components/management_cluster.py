@@ -3,9 +3,10 @@
 What every environment has is built here: cert-manager — installed, or (prod,
 ``existing.certManager: existing``, the default: a Metal3 management cluster already runs one)
 the cluster's own, gated until it serves — and Kamaji (the pinned chart), gated until its CRDs and
-webhooks serve. Where the environment runs the DataStore ``default`` (lab; prod with
-``existing.kamajiEtcd``), its etcd is a kamaji-etcd release of its own that starts at once,
-beside cert-manager, and the DataStore follows Kamaji's CRD.
+webhooks serve. Where the environment runs the DataStore ``default`` (``Substrate.default_etcd``),
+its etcd is either a kamaji-etcd release of its own that starts at once, beside cert-manager,
+with the DataStore following Kamaji's CRD (lab), or Kamaji's bundled subchart (prod with
+``existing.kamajiEtcd``: cert-manager renews its certificates).
 
 The stack's substrate says where the cluster comes from and what else runs in it: lab — a kind
 cluster created by scripts, MetalLB with a pool carved from the ``kind`` docker network
@@ -103,23 +104,22 @@ class ManagementCluster(pulumi.ComponentResource):
             teardown_root=access.teardown_root,
         )
 
-        deploy_etcd = substrate.deploys_default_datastore(platform)
-        cluster_domain = substrate.management_cluster_domain(platform)
-        members = substrate.default_etcd_members(platform)
+        default_etcd = substrate.default_etcd(platform)
+        own_etcd = default_etcd if default_etcd is not None and default_etcd.own_release else None
         kamaji_namespace = site.namespace(KAMAJI_NAMESPACE)
-        # The default etcd first, in Kamaji's namespace as the chart's bundled one would be: it
-        # needs nothing of cert-manager (its certificates come from its own jobs), so it comes
-        # up while cert-manager does.
-        default_etcd = (
+        # A default etcd of its own release first, in Kamaji's namespace as the chart's bundled
+        # one would be: it needs nothing of cert-manager (its certificates come from its own
+        # jobs), so it comes up while cert-manager does.
+        etcd_release = (
             [
                 site.release(
                     KAMAJI_ETCD_NAME,
                     PINNED.kamaji_etcd,
                     kamaji_namespace,
-                    default_etcd_values(cluster_domain, members),
+                    default_etcd_values(own_etcd.cluster_domain, own_etcd.members),
                 )
             ]
-            if deploy_etcd
+            if own_etcd is not None
             else []
         )
         cert_manager = self._cert_manager(site, substrate.installs_cert_manager(platform))
@@ -127,7 +127,7 @@ class ManagementCluster(pulumi.ComponentResource):
             KAMAJI_RELEASE,
             chart_cache.kamaji_chart_input(),
             kamaji_namespace,
-            kamaji_values(PINNED.kamaji_image_tag, default_datastore=deploy_etcd),
+            kamaji_values(PINNED.kamaji_image_tag, default_etcd),
             depends_on=[cert_manager],
             timeout=900,
         )
@@ -136,16 +136,16 @@ class ManagementCluster(pulumi.ComponentResource):
             [
                 site.custom_resource(
                     f"datastore-{DEFAULT_DATASTORE}",
-                    default_etcd_datastore(cluster_domain, members),
-                    [kamaji, *default_etcd],
+                    default_etcd_datastore(own_etcd.cluster_domain, own_etcd.members),
+                    [kamaji, *etcd_release],
                 )
             ]
-            if deploy_etcd
+            if own_etcd is not None
             else []
         )
         kamaji_ready = site.gate(
             "kamaji-ready",
-            kamaji_gate_env(platform.kubernetes_version, with_etcd=deploy_etcd),
+            kamaji_gate_env(platform.kubernetes_version, with_etcd=default_etcd is not None),
             [kamaji, *datastore],
         )
         services = substrate.management_services(site, access, cert_manager, kamaji_ready)
@@ -160,7 +160,7 @@ class ManagementCluster(pulumi.ComponentResource):
                 opts=site.k8s_opts,
             )
         self.default_datastore = (
-            pulumi.Output.from_input(DEFAULT_DATASTORE) if deploy_etcd else None
+            pulumi.Output.from_input(DEFAULT_DATASTORE) if default_etcd is not None else None
         )
         self.ready = [kamaji_ready, *services]
         # Where each backed-up tenant's backups go (docs/backups.md): the environment's own

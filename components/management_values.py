@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -76,23 +77,48 @@ KAMAJI_RESOURCES: MappingProxyType[str, MappingProxyType[str, str]] = MappingPro
 )
 
 
-def kamaji_values(image_tag: str, default_datastore: bool) -> Values:
+@dataclass(frozen=True)
+class DefaultEtcd:
+    """How the management cluster runs its own etcd for the DataStore ``default`` (the seam's
+    answer: ``Substrate.default_etcd``).
+
+    ``own_release``: a kamaji-etcd release of its own, started at once beside cert-manager, with
+    the DataStore created by the program (``default_etcd_values``, ``default_etcd_datastore``);
+    its certificates come from the chart's cfssl job and are valid one year
+    (charts/kamaji-etcd/templates/etcd_cm.yaml:31-47, ``8760h``), never renewed: fine for a lab
+    torn down daily. Otherwise Kamaji's bundled subchart, after cert-manager, whose certificates
+    cert-manager issues and renews through Kamaji's Issuer (charts/kamaji/values.yaml:102-117 at
+    26.8.2-edge): for a cluster that runs for years."""
+
+    members: int
+    cluster_domain: str
+    own_release: bool
+
+
+def kamaji_values(image_tag: str, default_etcd: DefaultEtcd | None) -> Values:
     """Kamaji's image of the pinned release (the chart is that release's, pinned by content in
-    ``chart_cache``), with room to run (``KAMAJI_RESOURCES``). The chart's bundled kamaji-etcd
-    stays off: where the environment runs the DataStore ``default`` (``default_datastore``), the
-    program installs that etcd as its own release beside cert-manager (``default_etcd_values``)
-    and creates the DataStore itself (``default_etcd_datastore``), so the etcd comes up while
-    cert-manager does instead of after it (the subchart takes its certificates from Kamaji's
-    cert-manager Issuer: charts/kamaji/values.yaml:102-117 at 26.8.2-edge). Kamaji uses that
-    DataStore for tenants that name none; without one no default is set (every tenant names its
-    own)."""
-    return {
+    ``chart_cache``), with room to run (``KAMAJI_RESOURCES``), and the DataStore ``default`` for
+    tenants that name none where the environment runs one (``default_etcd``; without it no
+    default is set: every tenant names its own). The chart's bundled kamaji-etcd runs only for a
+    default etcd that is not a release of its own (``DefaultEtcd.own_release``)."""
+    values: Values = {
         "image": {"tag": image_tag, "pullPolicy": "IfNotPresent"},
         "resources": {key: dict(value) for key, value in KAMAJI_RESOURCES.items()},
-        "defaultDatastoreName": DEFAULT_DATASTORE if default_datastore else "",
+        "defaultDatastoreName": DEFAULT_DATASTORE if default_etcd is not None else "",
         "telemetry": {"disabled": True},
         "kamaji-etcd": {"deploy": False},
     }
+    if default_etcd is not None and not default_etcd.own_release:
+        values["kamaji-etcd"] = {
+            "deploy": True,
+            "fullnameOverride": KAMAJI_ETCD_NAME,
+            "replicas": default_etcd.members,
+            # The chart's "must match your management cluster's clusterDomain"
+            # (charts/kamaji/values.yaml:105-106).
+            "clusterDomain": default_etcd.cluster_domain,
+            "datastore": {"enabled": True, "name": DEFAULT_DATASTORE},
+        }
+    return values
 
 
 # ------------------------------------------------------------------------------ kamaji-etcd

@@ -62,7 +62,7 @@ def parse_stack(raw: Mapping[str, Any] | None) -> Stack:
     substrate = substrate_for(platform)
     problems = [
         *platform_problems(
-            platform, default_datastore=substrate.deploys_default_datastore(platform)
+            platform, default_datastore=substrate.default_etcd(platform) is not None
         ),
         *substrate.config_problems(platform),
         *_ungated_workload_problems(platform, substrate),

@@ -33,6 +33,7 @@ from components.tenant_specs import decode_kubeconfig
 if TYPE_CHECKING:
     from components.backups.objects import PauseOwner
     from components.config import PlatformConfig, Tenant, WorkerPool
+    from components.management_values import DefaultEtcd
     from components.metrics.deploy import MetricsStorage
     from components.metrics.scrape import TenantSource
     from components.versions import HelmChart
@@ -470,16 +471,9 @@ class Substrate(Protocol):
         """Whether the program installs cert-manager, or adopts the cluster's own."""
         ...
 
-    def deploys_default_datastore(self, platform: PlatformConfig) -> bool:
-        """Whether the management cluster runs its own etcd as the DataStore ``default``."""
-        ...
-
-    def management_cluster_domain(self, platform: PlatformConfig) -> str:
-        """The management cluster's DNS domain (the default etcd's member names end in it)."""
-        ...
-
-    def default_etcd_members(self, platform: PlatformConfig) -> int:
-        """How many members the default etcd runs (where ``deploys_default_datastore``)."""
+    def default_etcd(self, platform: PlatformConfig) -> DefaultEtcd | None:
+        """How the management cluster runs its own etcd as the DataStore ``default``; None where
+        it runs none (every tenant names its DataStore)."""
         ...
 
     def management_services(

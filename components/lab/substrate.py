@@ -19,6 +19,7 @@ from components.lab import names as lab_names
 from components.lab import network as lab_network
 from components.lab import tenant as lab_tenant
 from components.lab.workers import lab_workers
+from components.management_values import DefaultEtcd
 from components.metrics.deploy import MetricsStorage
 from components.metrics.scrape import TenantSource
 from components.substrate import (
@@ -83,21 +84,21 @@ class LabSubstrate:
     def installs_cert_manager(self, platform: PlatformConfig) -> bool:
         return True
 
-    def deploys_default_datastore(self, platform: PlatformConfig) -> bool:
-        return True
-
-    def management_cluster_domain(self, platform: PlatformConfig) -> str:
-        # kind sets no dnsDomain in its kubeadm config (kind v0.31.0
-        # pkg/cluster/internal/kubeadm/config.go), so kubeadm's default applies; kind itself
-        # counts on it (pkg/cluster/internal/providers/docker/provision.go:304).
-        return "cluster.local"
-
-    def default_etcd_members(self, platform: PlatformConfig) -> int:
-        # One: every member would sit on the one kind node, on the one disk of the one host, so
-        # a quorum of three protects nothing there, while it triples the etcd's memory and its
-        # start (kamaji-etcd v0.17.0 templates/etcd_sts.yaml sets no podManagementPolicy: the
-        # members start one after another, OrderedReady).
-        return 1
+    def default_etcd(self, platform: PlatformConfig) -> DefaultEtcd:
+        return DefaultEtcd(
+            # One: every member would sit on the one kind node, on the one disk of the one host,
+            # so a quorum of three protects nothing there, while it triples the etcd's memory and
+            # its start (kamaji-etcd v0.17.0 templates/etcd_sts.yaml sets no podManagementPolicy:
+            # the members start one after another, OrderedReady).
+            members=1,
+            # kind sets no dnsDomain in its kubeadm config (kind v0.31.0
+            # pkg/cluster/internal/kubeadm/config.go), so kubeadm's default applies; kind itself
+            # counts on it (pkg/cluster/internal/providers/docker/provision.go:304).
+            cluster_domain="cluster.local",
+            # Its own release, beside cert-manager: the lab comes up faster, and a lab lives far
+            # less than the one year its certificates last.
+            own_release=True,
+        )
 
     def management_services(
         self,

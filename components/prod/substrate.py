@@ -12,7 +12,7 @@ from components import kubernetes_versions
 from components.backups.deploy import configured_targets
 from components.backups.objects import PauseOwner
 from components.config import PlatformConfig, Tenant, WorkerPool
-from components.management_values import KAMAJI_ETCD_REPLICAS
+from components.management_values import KAMAJI_ETCD_REPLICAS, DefaultEtcd
 from components.metrics.deploy import MetricsStorage
 from components.metrics.objects import PROMETHEUS_CLAIM, prometheus_claim
 from components.metrics.scrape import TenantSource, dcgm_source
@@ -88,14 +88,16 @@ class ProdSubstrate:
     def installs_cert_manager(self, platform: PlatformConfig) -> bool:
         return platform.existing.installs_cert_manager
 
-    def deploys_default_datastore(self, platform: PlatformConfig) -> bool:
-        return platform.existing.kamaji_etcd
-
-    def management_cluster_domain(self, platform: PlatformConfig) -> str:
-        return platform.existing.cluster_domain
-
-    def default_etcd_members(self, platform: PlatformConfig) -> int:
-        return KAMAJI_ETCD_REPLICAS  # a quorum that survives one member's loss
+    def default_etcd(self, platform: PlatformConfig) -> DefaultEtcd | None:
+        if not platform.existing.kamaji_etcd:
+            return None
+        # Kamaji's bundled subchart: cert-manager renews its certificates on a cluster that runs
+        # for years; three members, a quorum that survives one member's loss.
+        return DefaultEtcd(
+            members=KAMAJI_ETCD_REPLICAS,
+            cluster_domain=platform.existing.cluster_domain,
+            own_release=False,
+        )
 
     def management_services(
         self,

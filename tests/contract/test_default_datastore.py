@@ -12,16 +12,26 @@ from typing import Any
 
 import pytest
 
+from components import chart_cache
 from components.lab.management import DEFAULT_ETCD_IMAGES
 from components.management_values import (
     DEFAULT_DATASTORE,
     KAMAJI_ETCD_NAME,
     KAMAJI_NAMESPACE,
+    DefaultEtcd,
     default_etcd_datastore,
     default_etcd_values,
+    kamaji_values,
 )
 from components.versions import PINNED
-from tests.support.charts import RenderedRelease, render_pinned_or_skip
+from tests.support.charts import (
+    ChartUnavailableError,
+    ClusterCapabilities,
+    RenderedRelease,
+    render_pinned_or_skip,
+    render_release,
+)
+from tests.support.kube_schemas import builtin_api_versions
 
 MANAGEMENT_VERSION = "v1.35.0"  # the lab's kind node (PINNED.kind_node_image)
 SHAPES = (("cluster.local", 1), ("corp.example", 3))
@@ -97,3 +107,36 @@ def test_every_image_of_the_release_is_pinned_and_not_pulled_ahead() -> None:
     assert f"cfssl/cfssl:{PINNED.kamaji_etcd_cfssl_tag}" in images
     assert not [image for image in images if image.endswith(":latest") or ":" not in image]
     assert images == DEFAULT_ETCD_IMAGES
+
+
+def test_prods_default_etcd_is_kamajis_subchart_in_the_clusters_domain() -> None:
+    """prod's default etcd (``management.existing.kamajiEtcd``) stays in Kamaji's release, its
+    certificates from cert-manager (which renews them), its members and DataStore endpoints in
+    the management cluster's DNS domain."""
+    etcd = DefaultEtcd(members=3, cluster_domain="corp.example", own_release=False)
+    inputs = {
+        "chart": chart_cache.kamaji_chart_input(),
+        "name": "kamaji",
+        "namespace": KAMAJI_NAMESPACE,
+        "values": kamaji_values(PINNED.kamaji_image_tag, etcd),
+    }
+    caps = ClusterCapabilities(MANAGEMENT_VERSION, builtin_api_versions(MANAGEMENT_VERSION))
+    try:
+        rendered = render_release(inputs, caps)
+    except ChartUnavailableError as missing:
+        pytest.skip(str(missing))
+    [datastore] = rendered.of_kind("DataStore")
+    assert datastore["metadata"]["name"] == DEFAULT_DATASTORE
+    assert datastore["spec"]["endpoints"] == [
+        f"kamaji-etcd-{member}.kamaji-etcd.kamaji-system.svc.corp.example:2379"
+        for member in range(3)
+    ]
+    certificates = [c["metadata"]["name"] for c in rendered.of_kind("Certificate")]
+    assert any(name.startswith("kamaji-etcd") for name in certificates), certificates
+    images = [
+        container["image"]
+        for job in rendered.of_kind("Job")
+        for key in ("initContainers", "containers")
+        for container in job["spec"]["template"]["spec"].get(key, [])
+    ]
+    assert not [image for image in images if "cfssl" in image], images

@@ -26,6 +26,7 @@ from components.lab.management_values import (
 )
 from components.management_values import (
     CERT_MANAGER_CRDS,
+    DefaultEtcd,
     cert_manager_gate_env,
     cert_manager_values,
     default_etcd_datastore,
@@ -49,6 +50,9 @@ from tests.support.contracts import crd_violations, missing_values_keys
 from tests.support.harness import load_stack_config
 
 # ------------------------------------------------------------------------------------ kind
+
+LAB_ETCD = DefaultEtcd(members=1, cluster_domain="cluster.local", own_release=True)
+PROD_ETCD = DefaultEtcd(members=3, cluster_domain="corp.example", own_release=False)
 
 
 def test_kind_config_carries_name_image_and_subnets() -> None:
@@ -97,7 +101,7 @@ def test_cert_manager_installs_its_crds_with_the_v1_21_key() -> None:
 
 
 def test_kamaji_lab_values_pin_the_image_and_name_the_default_datastore() -> None:
-    values = kamaji_values("26.8.2-edge", default_datastore=True)
+    values = kamaji_values("26.8.2-edge", LAB_ETCD)
     assert values["image"]["tag"] == "26.8.2-edge"
     assert values["defaultDatastoreName"] == "default"
     # The etcd is a release of its own (default_etcd_values), never the chart's subchart, whose
@@ -106,6 +110,20 @@ def test_kamaji_lab_values_pin_the_image_and_name_the_default_datastore() -> Non
     # The docs' keys etcd.* and datastore.* do not exist in the chart.
     assert "etcd" not in values
     assert "datastore" not in values
+
+
+def test_a_default_etcd_not_of_its_own_is_kamajis_subchart_in_the_clusters_domain() -> None:
+    """prod's: cert-manager renews its certificates (the chart's own values), in the cluster's
+    DNS domain, with its members."""
+    values = kamaji_values("26.8.2-edge", PROD_ETCD)
+    assert values["defaultDatastoreName"] == "default"
+    assert values["kamaji-etcd"] == {
+        "deploy": True,
+        "fullnameOverride": "kamaji-etcd",
+        "replicas": 3,
+        "clusterDomain": "corp.example",
+        "datastore": {"enabled": True, "name": "default"},
+    }
 
 
 def test_the_default_etcd_needs_nothing_of_cert_manager(upstream_dir: Path) -> None:
@@ -160,8 +178,8 @@ def test_kamaji_does_not_run_at_the_charts_100mi_limit(upstream_dir: Path) -> No
     webhooks; Kamaji's guides install without limits. Every default key is overridden, so none
     of the chart's small numbers survives Helm's merge."""
     defaults = yaml.safe_load((upstream_dir / "kamaji" / "values.yaml").read_text())["resources"]
-    for default_datastore in (True, False):
-        resources = kamaji_values(PINNED.kamaji_image_tag, default_datastore)["resources"]
+    for default_etcd in (LAB_ETCD, PROD_ETCD, None):
+        resources = kamaji_values(PINNED.kamaji_image_tag, default_etcd)["resources"]
         assert {(k, r) for k in defaults for r in defaults[k]} <= {
             (k, r) for k in resources for r in resources[k]
         }
@@ -178,7 +196,7 @@ def _mebibytes(quantity: str) -> int:
 
 
 def test_kamaji_without_a_default_etcd_has_no_default_datastore() -> None:
-    values = kamaji_values("26.8.2-edge", default_datastore=False)
+    values = kamaji_values("26.8.2-edge", None)
     assert values["kamaji-etcd"] == {"deploy": False}
     assert values["defaultDatastoreName"] == ""
 
@@ -188,8 +206,9 @@ def test_kamaji_without_a_default_etcd_has_no_default_datastore() -> None:
     [
         ("metallb", metallb_values()),
         ("cert-manager", cert_manager_values()),
-        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, default_datastore=True)),
-        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, default_datastore=False)),
+        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, LAB_ETCD)),
+        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, PROD_ETCD)),
+        ("kamaji", kamaji_values(PINNED.kamaji_image_tag, None)),
         ("kamaji-etcd", default_etcd_values("cluster.local", 1)),
     ],
 )
