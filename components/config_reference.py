@@ -19,25 +19,23 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from components.config import PlatformConfig
+from components.config.annotations import is_model, strip
 
 
 def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
     """The model inside an annotation (Optional/list/Annotated unwrapped) and whether a list."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _nested_model(typing.get_args(annotation)[0])
+    stripped = strip(annotation).annotation
+    origin = typing.get_origin(stripped)
     if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
+        for arg in typing.get_args(stripped):
             model, is_list = _nested_model(arg)
             if model is not None:
                 return model, is_list
         return None, False
     if origin is list:
-        model, _ = _nested_model(typing.get_args(annotation)[0])
+        model, _ = _nested_model(typing.get_args(stripped)[0])
         return model, True
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
-    return None, False
+    return (stripped, False) if is_model(stripped) else (None, False)
 
 
 _ANNOTATED_RANGE = re.compile(

@@ -22,6 +22,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticUndefined
 
+from components.config.annotations import field_annotation, is_model, strip
+
 # Example values for keys whose type alone says too little (a string): what a user would write.
 # Keys not listed take their default, their first allowed value, or a placeholder.
 _EXAMPLES: Mapping[str, object] = types.MappingProxyType(
@@ -86,32 +88,11 @@ class Place:
     item: bool  # the value is a list item or a mapping value, not a key's own value
 
 
-def _strip(annotation: Any) -> tuple[Any, list[Any]]:
-    """The annotation without Annotated (its metadata returned) and without ``| None``."""
-    metadata: list[Any] = []
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is typing.Annotated:
-            args = typing.get_args(annotation)
-            annotation, metadata = args[0], [*metadata, *args[1:]]
-            continue
-        if origin in (typing.Union, types.UnionType):
-            members = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if len(members) == 1:
-                annotation = members[0]
-                continue
-        return annotation, metadata
-
-
 def _members(annotation: Any) -> list[Any]:
-    stripped, _ = _strip(annotation)
+    stripped = strip(annotation).annotation
     if typing.get_origin(stripped) in (typing.Union, types.UnionType):
         return [a for a in typing.get_args(stripped) if a is not type(None)]
     return [stripped]
-
-
-def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
 def field_by_key(model: type[BaseModel], key: str) -> tuple[str, FieldInfo] | None:
@@ -128,7 +109,7 @@ def aliases(model: type[BaseModel]) -> list[str]:
 
 
 def _tag_matches(member: Any, tag: str) -> bool:
-    stripped, _ = _strip(member)
+    stripped = strip(member).annotation
     name = getattr(stripped, "__name__", str(stripped))
     return tag == name or tag.startswith(f"{name}[") or tag.endswith(f"[{name}]")
 
@@ -139,7 +120,7 @@ def resolve(root: type[BaseModel], loc: Sequence[int | str]) -> Place:
     parent: type[BaseModel] | None = None
     path, key, item = "", "platform", False
     for position, part in enumerate(loc):
-        stripped, _ = _strip(annotation)
+        stripped = strip(annotation).annotation
         members = _members(stripped)
         if isinstance(part, str) and len(members) > 1:
             tagged = [m for m in members if _tag_matches(m, part)]
@@ -154,14 +135,10 @@ def resolve(root: type[BaseModel], loc: Sequence[int | str]) -> Place:
             annotation = args[0] if typing.get_origin(stripped) is list and args else _UNKNOWN
             continue
         path += ("." if path else "") + part
-        if _is_model(stripped):
+        if is_model(stripped):
             found = field_by_key(stripped, part)
             parent, key, item = stripped, part, False
-            annotation = found[1].annotation if found is not None else _UNKNOWN
-            if found is not None:
-                metadata = found[1].metadata
-                if metadata:
-                    annotation = typing.Annotated[(annotation, *metadata)]
+            annotation = field_annotation(found[1]) if found is not None else _UNKNOWN
             continue
         if typing.get_origin(stripped) is dict:
             args = typing.get_args(stripped)
@@ -177,9 +154,9 @@ def resolve(root: type[BaseModel], loc: Sequence[int | str]) -> Place:
 
 def _shape(annotation: Any) -> str:
     """What belongs at a key: mapping, list, string, whole number, number, true/false, one of."""
-    stripped, _ = _strip(annotation)
+    stripped = strip(annotation).annotation
     origin = typing.get_origin(stripped)
-    if _is_model(stripped) or origin is dict:
+    if is_model(stripped) or origin is dict:
         return "mapping"
     if origin is list:
         return "list"
@@ -235,7 +212,7 @@ def expected(annotation: Any) -> str:
     for member in _members(annotation):
         shape = _shape(member)
         if shape == "choice":
-            quoted = [repr(option) for option in typing.get_args(_strip(member)[0])]
+            quoted = [repr(option) for option in typing.get_args(strip(member).annotation)]
             words.append(
                 " or ".join([", ".join(quoted[:-1]), quoted[-1]] if quoted[1:] else quoted)
             )
@@ -263,7 +240,8 @@ def example_value(
 ) -> object:
     """A value a user would write for ``key``: the table's, the field's default, the first
     allowed value, or the smallest number the constraints allow."""
-    stripped, metadata = _strip(annotation)
+    unwrapped = strip(annotation)
+    stripped, metadata = unwrapped.annotation, list(unwrapped.metadata)
     if info is not None:
         metadata = [*metadata, *info.metadata]
     if typing.get_origin(stripped) is Literal:
@@ -306,12 +284,12 @@ def _inline(
     annotation: Any, key: str, info: FieldInfo | None, model: type[BaseModel] | None = None
 ) -> str:
     """A value for one line of YAML: a scalar, or a flow-style mapping or list."""
-    stripped, _ = _strip(annotation)
+    stripped = strip(annotation).annotation
     members = _members(stripped)
     if len(members) > 1:
         stripped = members[0]
     origin = typing.get_origin(stripped)
-    if _is_model(stripped):
+    if is_model(stripped):
         child, child_info = _first_key(stripped)
         value = _inline(child_info.annotation, child, child_info, stripped)
         return "{" + f"{child}: {value}" + "}"
@@ -352,13 +330,13 @@ def example(place: Place) -> list[str]:
     if place.parent is not None and not place.item:
         found = field_by_key(place.parent, place.key)
         info = found[1] if found is not None else None
-    stripped, _ = _strip(annotation)
+    stripped = strip(annotation).annotation
     members = _members(stripped)
     if len(members) > 1:
         stripped = members[0]
     origin = typing.get_origin(stripped)
     head = f"{place.key}:" if not place.item else None
-    if _is_model(stripped):
+    if is_model(stripped):
         child, child_info = _first_key(stripped)
         body = f"{child}: {_inline(child_info.annotation, child, child_info, stripped)}"
         if head is None:
@@ -366,8 +344,8 @@ def example(place: Place) -> list[str]:
         return [head, f"  {body}"]
     if origin is list:
         inner = typing.get_args(stripped)[0] if typing.get_args(stripped) else str
-        inner_stripped, _ = _strip(inner)
-        if _is_model(inner_stripped):
+        inner_stripped = strip(inner).annotation
+        if is_model(inner_stripped):
             child, child_info = _first_key(inner_stripped)
             value = _inline(child_info.annotation, child, child_info, inner_stripped)
             entry = f"- {child}: {value}"

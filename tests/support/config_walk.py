@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from components.config import PlatformConfig
+from components.config.annotations import field_annotation, is_model, models_in, strip
 from tests.support.harness import load_stack_config
 
 PLATFORM_KEY = "gpu-platform:platform"
@@ -135,30 +136,6 @@ def key_text(path: Path) -> str:
     return text
 
 
-def strip(annotation: Any) -> tuple[Any, list[Any], bool]:
-    """(the annotation without Annotated and ``| None``, its constraints, whether None fits)."""
-    metadata: list[Any] = []
-    optional = False
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is typing.Annotated:
-            args = typing.get_args(annotation)
-            annotation, metadata = args[0], [*metadata, *args[1:]]
-            continue
-        if origin in (typing.Union, types.UnionType):
-            args = typing.get_args(annotation)
-            members = [a for a in args if a is not type(None)]
-            optional = optional or len(members) < len(args)
-            if len(members) == 1:
-                annotation = members[0]
-                continue
-        return annotation, metadata, optional
-
-
-def is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
-
-
 def all_fields(root: type[BaseModel] = PlatformConfig) -> set[tuple[type[BaseModel], str]]:
     """Every (model, field) reachable from ``root``."""
     found: set[tuple[type[BaseModel], str]] = set()
@@ -170,14 +147,8 @@ def all_fields(root: type[BaseModel] = PlatformConfig) -> set[tuple[type[BaseMod
         seen.add(model)
         for name, info in model.model_fields.items():
             found.add((model, name))
-            todo.extend(_models_in(info.annotation))
+            todo.extend(models_in(info.annotation))
     return found
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    if is_model(annotation):
-        return [annotation]
-    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
 
 def targets(stack: str) -> Iterator[Target]:
@@ -205,9 +176,9 @@ def _walk(
     for name, info in model.model_fields.items():
         key = info.alias or name
         annotation = info.annotation
-        yield Target(stack, (*path, key), model, name, _annotated(info), info)
+        yield Target(stack, (*path, key), model, name, field_annotation(info), info)
         value = raw.get(key) if isinstance(raw, dict) else None
-        inner, _, _ = strip(annotation)
+        inner = strip(annotation).annotation
         origin = typing.get_origin(inner)
         if is_model(inner) and value is None and _empty_is_valid(base, (*path, key)):
             value = {}
@@ -215,7 +186,7 @@ def _walk(
             yield from _walk(stack, inner, value, (*path, key), base)
         elif origin is list and isinstance(value, list) and value:
             (item,) = typing.get_args(inner)
-            item_inner, _, _ = strip(item)
+            item_inner = strip(item).annotation
             if is_model(item_inner):
                 yield from _walk(stack, item_inner, value[0], (*path, key, 0), base)
             else:
@@ -225,12 +196,6 @@ def _walk(
             first = next(iter(value))
             if item is not Any:
                 yield Target(stack, (*path, key, first), model, name, item, info, item=True)
-
-
-def _annotated(info: FieldInfo) -> Any:
-    if info.metadata:
-        return typing.Annotated[(info.annotation, *info.metadata)]
-    return info.annotation
 
 
 def with_value(raw: dict[str, Any], path: Path, value: Any) -> dict[str, Any]:
@@ -253,7 +218,7 @@ _SHAPES: dict[str, list[Any]] = {
 
 
 def shape_of(annotation: Any) -> str:
-    inner, _, _ = strip(annotation)
+    inner = strip(annotation).annotation
     origin = typing.get_origin(inner)
     if is_model(inner) or origin is dict:
         return "mapping"
@@ -265,7 +230,8 @@ def shape_of(annotation: Any) -> str:
 def wrong_shapes(target: Target) -> list[Any]:
     """Values of another shape: a list or a scalar where a mapping belongs, and so on; a union
     of several shapes (a number or a string) takes only what fits none of them."""
-    inner, _, optional = strip(target.annotation)
+    unwrapped = strip(target.annotation)
+    inner, optional = unwrapped.annotation, unwrapped.optional
     members = (
         [m for m in typing.get_args(inner) if m is not type(None)]
         if typing.get_origin(inner) in (typing.Union, types.UnionType)
@@ -285,7 +251,7 @@ def wrong_shapes(target: Target) -> list[Any]:
 
 
 def _fits_shape(value: Any, annotation: Any) -> bool:
-    inner, _, _ = strip(annotation)
+    inner = strip(annotation).annotation
     shape = shape_of(inner)
     if shape == "mapping":
         return isinstance(value, dict)
@@ -295,7 +261,7 @@ def _fits_shape(value: Any, annotation: Any) -> bool:
 
 
 def scalar_kind(annotation: Any) -> str | None:
-    inner, _, _ = strip(annotation)
+    inner = strip(annotation).annotation
     if typing.get_origin(inner) is Literal:
         return "literal"
     if inner is bool:
@@ -313,7 +279,7 @@ def scalar_kind(annotation: Any) -> str | None:
 
 def bounds(annotation: Any) -> tuple[int | None, int | None]:
     """The smallest and largest whole number a field allows (None: unbounded)."""
-    _, metadata, _ = strip(annotation)
+    metadata = strip(annotation).metadata
     low = high = None
     for constraint in metadata:
         if isinstance(constraint, annotated_types.Gt):

@@ -14,8 +14,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from components.config import ConfigError, PlatformConfig
+from components.config.annotations import field_annotation, strip
 from components.config.keys import config_key_problems
-from components.config.messages import Place, _strip, aliases, did_you_mean, example
+from components.config.messages import Place, aliases, did_you_mean, example
 from components.stack import parse_platform
 from tests.support.harness import load_stack_config
 
@@ -68,15 +69,13 @@ def test_every_keys_example_has_the_keys_shape(model: type[BaseModel], name: str
     (a mapping's example names one of its keys): an example of the wrong shape would mislead."""
     info = model.model_fields[name]
     key = info.alias or name
-    annotation = (
-        typing.Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
-    )
+    annotation = field_annotation(info)
     lines = example(Place(path=key, key=key, annotation=annotation, parent=model, item=False))
     assert 1 <= len(lines) <= 2, lines
     parsed = yaml.safe_load("\n".join(lines))
     assert list(parsed) == [key], lines
     value = parsed[key]
-    inner, _ = _strip(info.annotation)
+    inner = strip(info.annotation).annotation
     if isinstance(inner, type) and issubclass(inner, BaseModel):
         assert isinstance(value, dict), lines
         assert set(value) <= set(aliases(inner)), lines

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from pulumi import RunError
 
 from components.config import ConfigError, GpuDriver, Workload
+from components.config.annotations import strip
 from components.stack import parse_stack
 from tests.support.config_walk import (
     PLATFORM_KEY,
@@ -36,7 +37,6 @@ from tests.support.config_walk import (
     rich_base,
     scalar_kind,
     shape_of,
-    strip,
     targets,
     with_value,
     wrong_shapes,
@@ -162,7 +162,7 @@ def wrong_values(target: Target) -> st.SearchStrategy[Any]:
         if not free:
             options.append(_JUNK)
     elif kind == "literal":
-        inner, _, _ = strip(target.annotation)
+        inner = strip(target.annotation).annotation
         allowed = typing.get_args(inner)
         options += [
             st.integers(),
