@@ -43,7 +43,8 @@ PROBE_NAMESPACE = "default"
 # cert-manager's CRDs the charts installed after it use (Kamaji's and the cluster-api-operator's
 # Certificate and Issuer; kamaji-etcd's, HAMi's too when enabled), by their names at v1.21.1
 # (deploy/charts/cert-manager/templates/crd-cert-manager.io_*.yaml).
-CERT_MANAGER_API = "cert-manager.io/v1"
+CERT_MANAGER_GROUP = "cert-manager.io"
+CERT_MANAGER_API = f"{CERT_MANAGER_GROUP}/v1"
 CERT_MANAGER_CRDS = (
     "certificates.cert-manager.io",
     "issuers.cert-manager.io",
@@ -138,14 +139,19 @@ def kamaji_etcd_values(
     replicas: int = KAMAJI_ETCD_REPLICAS,
     claim: Mapping[str, str] | None = None,
     datastore: bool = True,
+    issuer: str | None = None,
 ) -> Values:
     """Values of a kamaji-etcd release called ``name`` (its workloads, Secrets and DataStore are
     named so too): the management cluster's default etcd, or a tenant's dedicated one (prod).
 
-    Certificates come from the chart's own cfssl and kubectl jobs (its defaults:
-    ``selfSignedCertificates.enabled``, ``certManager.enabled: false``), so the release needs
-    nothing but the cluster, not even cert-manager; the cfssl image is pinned
-    (``PINNED.kamaji_etcd_cfssl_tag``) where the chart would take ``latest``. kamaji-etcd builds
+    Certificates come either from cert-manager, through the Issuer called ``issuer`` in the
+    release's namespace (a CA the chart makes from it, and server, peer and root-client
+    certificates of 90 days that cert-manager renews 15 days ahead: templates/
+    etcd_cert-manager_*.yaml), or without ``issuer`` from the chart's own cfssl and kubectl jobs
+    (its defaults, ``selfSignedCertificates.enabled``), valid one year and never renewed
+    (templates/etcd_cm.yaml:31-47), so the release needs nothing but the cluster, not even
+    cert-manager; their cfssl image is pinned (``PINNED.kamaji_etcd_cfssl_tag``) where the chart
+    would take ``latest``. kamaji-etcd builds
     its peer, certificate and DataStore endpoint names as
     ``<member>.<service>.<namespace>.svc.<clusterDomain>`` (templates/_helpers.tpl:183-214), so
     ``clusterDomain`` is the management cluster's own, always given. ``datastore``: whether the
@@ -155,8 +161,16 @@ def kamaji_etcd_values(
         "replicas": replicas,
         "clusterDomain": cluster_domain,
         "datastore": {"enabled": datastore, **({"name": name} if datastore else {})},
-        "jobs": {"cfssl": {"tag": PINNED.kamaji_etcd_cfssl_tag}},
     }
+    if issuer is None:
+        values["jobs"] = {"cfssl": {"tag": PINNED.kamaji_etcd_cfssl_tag}}
+    else:
+        # The chart fails its render with both on (templates/_helpers.tpl:220-222).
+        values["selfSignedCertificates"] = {"enabled": False}
+        values["certManager"] = {
+            "enabled": True,
+            "issuerRef": {"name": issuer, "kind": "Issuer", "group": CERT_MANAGER_GROUP},
+        }
     if claim is not None:
         values["persistentVolumeClaim"] = dict(claim)
     return values

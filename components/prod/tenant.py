@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 from components.prod.cluster_specs import capi_cluster, infrastructure_cluster, kamaji_control_plane
 from components.prod.machine_specs import CAPI_DELETE_TIMEOUT
 from components.prod.tenant_values import (
+    dedicated_etcd_issuer,
     driver_repositories_configmap,
     gpu_operator_values,
     kamaji_etcd_values,
@@ -154,6 +155,12 @@ def _dedicated_datastore(
     if dedicated is None:
         return []
     if dedicated.deploys_kamaji_etcd:
+        # Its Issuer first, once cert-manager serves (management.ready waits for it).
+        issuer = custom_resource(
+            f"{site.name}-etcd-issuer",
+            dedicated_etcd_issuer(tenant.name, site.namespace, site.labels),
+            site.on_management(depends_on=[namespace, *site.management.ready]),
+        )
         release = site.release(
             f"{site.name}-etcd",
             dedicated_etcd_name(tenant.name),
@@ -162,9 +169,9 @@ def _dedicated_datastore(
             kamaji_etcd_values(
                 tenant.name, dedicated, cluster_domain=site.platform.existing.cluster_domain
             ),
-            site.on_management(depends_on=[namespace, *policies, *site.management.ready]),
+            site.on_management(depends_on=[namespace, *policies, issuer, *site.management.ready]),
         )
-        return [release]
+        return [issuer, release]
     config_key = dedicated.credentials_config_key
     if config_key is None:  # enforced by DedicatedDataStore
         raise ValueError(f"tenant {tenant.name}: external DataStore without credentials")

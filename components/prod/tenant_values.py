@@ -9,6 +9,7 @@ and the contract tests). HAMi and Calico, which every tenant runs, are in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -125,13 +126,39 @@ def gpu_operator_values(driver: GpuDriver | None = None) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ kamaji-etcd
 
 
+def dedicated_etcd_issuer_name(tenant_name: str) -> str:
+    """The self-signed cert-manager Issuer a tenant's dedicated kamaji-etcd roots its CA in."""
+    return f"{dedicated_etcd_name(tenant_name)}-issuer"
+
+
+def dedicated_etcd_issuer(
+    tenant_name: str, namespace: str, labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """That Issuer, in the tenant's namespace (an Issuer serves only its own namespace): the
+    chart signs its CA with it (templates/etcd_cert-manager_ca.yaml), as Kamaji's own
+    ``kamaji-selfsigned-issuer`` does for its bundled etcd (clastix/kamaji 26.8.2-edge
+    charts/kamaji/templates/certmanager_issuer.yaml)."""
+    return {
+        "apiVersion": management_values.CERT_MANAGER_API,
+        "kind": "Issuer",
+        "metadata": {
+            "name": dedicated_etcd_issuer_name(tenant_name),
+            "namespace": namespace,
+            "labels": dict(labels),
+        },
+        "spec": {"selfSigned": {}},
+    }
+
+
 def kamaji_etcd_values(
     tenant_name: str, dedicated: DedicatedDataStore, cluster_domain: str = "cluster.local"
 ) -> dict[str, Any]:
     """Values for a kamaji-etcd release that serves one tenant only (prod), with its DataStore
-    (``management_values.kamaji_etcd_values`` says what every kamaji-etcd release here sets).
-    A PVC ``storageClassName`` of "" (the chart's default, values.yaml:71) means the cluster's
-    default StorageClass; a configured one is passed through."""
+    (``management_values.kamaji_etcd_values`` says what every kamaji-etcd release here sets),
+    its certificates from cert-manager (``dedicated_etcd_issuer``), which renews them: the
+    chart's own jobs would make certificates of one year that nothing renews. A PVC
+    ``storageClassName`` of "" (the chart's default, values.yaml:71) means the cluster's default
+    StorageClass; a configured one is passed through."""
     if not dedicated.deploys_kamaji_etcd:
         raise ValueError("only a dedicated etcd without endpoints is deployed with kamaji-etcd")
     claim: dict[str, str] = {"size": dedicated.storage_size}
@@ -142,4 +169,5 @@ def kamaji_etcd_values(
         cluster_domain=cluster_domain,
         replicas=dedicated.replicas,
         claim=claim,
+        issuer=dedicated_etcd_issuer_name(tenant_name),
     )

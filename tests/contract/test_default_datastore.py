@@ -1,6 +1,7 @@
-"""The management cluster's default etcd, installed as its own kamaji-etcd release beside
+"""The kamaji-etcd releases: the lab's default etcd, installed as its own release beside
 cert-manager, with the DataStore ``default`` created by the program (``components.
-management_values``): the facts that rest on the pinned chart, read from what it renders.
+management_values``); prod's default etcd inside Kamaji's release; prod's dedicated etcds with
+cert-manager certificates. The facts that rest on the pinned charts, read from what they render.
 
 Rendered from the pinned archive (``make charts``); skipped with one line when it is absent.
 """
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from components import chart_cache
+from components.config import DedicatedDataStore
 from components.lab.management import DEFAULT_ETCD_IMAGES
 from components.management_values import (
     DEFAULT_DATASTORE,
@@ -23,6 +25,7 @@ from components.management_values import (
     default_etcd_values,
     kamaji_values,
 )
+from components.prod.tenant_values import dedicated_etcd_issuer, kamaji_etcd_values
 from components.versions import PINNED
 from tests.support.charts import (
     ChartUnavailableError,
@@ -139,4 +142,51 @@ def test_prods_default_etcd_is_kamajis_subchart_in_the_clusters_domain() -> None
         for key in ("initContainers", "containers")
         for container in job["spec"]["template"]["spec"].get(key, [])
     ]
+    assert not [image for image in images if "cfssl" in image], images
+
+
+def test_a_dedicated_etcd_takes_renewed_certificates_from_its_issuer() -> None:
+    """prod's dedicated etcds: every certificate from cert-manager (renewed 15 days before its
+    90 days run out), the CA rooted in the tenant's self-signed Issuer, no cfssl job; the root
+    client certificate is etcd's ``root`` user, and the DataStore reads the CA and it."""
+    values = kamaji_etcd_values("team-a", DedicatedDataStore(), cluster_domain="corp.example")
+    issuer = dedicated_etcd_issuer("team-a", "team-a", {})
+    chart = PINNED.kamaji_etcd
+    rendered = render_pinned_or_skip(
+        chart.chart,
+        chart.version,
+        values,
+        name="team-a-etcd",
+        namespace="team-a",
+        kube_version=MANAGEMENT_VERSION,
+    )
+    certificates = {c["metadata"]["name"]: c["spec"] for c in rendered.of_kind("Certificate")}
+    ca = certificates["team-a-etcd-ca"]
+    assert ca["isCA"] is True
+    assert ca["issuerRef"]["name"] == issuer["metadata"]["name"]
+    assert ca["issuerRef"]["kind"] == issuer["kind"]
+    leaves = {name: spec for name, spec in certificates.items() if name != "team-a-etcd-ca"}
+    assert set(leaves) == {
+        "team-a-etcd-server-certs",
+        "team-a-etcd-peer-certs",
+        "team-a-etcd-client-certs",
+    }
+    for spec in leaves.values():
+        assert spec["issuerRef"]["name"] == "team-a-etcd-ca"
+        assert spec.get("renewBefore")
+    assert leaves["team-a-etcd-client-certs"]["commonName"] == "root"
+    [datastore] = rendered.of_kind("DataStore")
+    secrets = {
+        ref["secretReference"]["name"]
+        for part in datastore["spec"]["tlsConfig"].values()
+        for ref in part.values()
+    }
+    assert secrets == {"team-a-etcd-ca", "team-a-etcd-client-certs"}
+    images = {
+        container["image"]
+        for obj in rendered.all_objects()
+        if obj.get("kind") == "Job"
+        for key in ("initContainers", "containers")
+        for container in obj["spec"]["template"]["spec"].get(key, [])
+    }
     assert not [image for image in images if "cfssl" in image], images

@@ -58,6 +58,7 @@ MANAGEMENT_SIDE = (
     "capi-kubeconfig",
     "cluster",
     "infrastructure-cluster",
+    "etcd-issuer",
     "etcd",
     "datastore",
     "datastore-credentials",

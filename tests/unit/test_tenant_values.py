@@ -16,6 +16,7 @@ from components.prod import tenant as prod_tenant
 from components.prod.substrate import ProdSubstrate
 from components.prod.tenant_values import (
     HAMI_DEVICE_LIST_STRATEGY,
+    dedicated_etcd_issuer,
     driver_repositories_configmap,
     gpu_driver_values,
     gpu_operator_cdi,
@@ -32,7 +33,6 @@ from components.tenant_values import (
     kube_scheduler_image,
     webhook_excluded_namespaces,
 )
-from components.versions import PINNED
 from tests.support.contracts import missing_values_keys
 from tests.support.harness import load_stack_config
 
@@ -268,8 +268,33 @@ def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
         "clusterDomain": "cluster.local",
         "persistentVolumeClaim": {"size": "16Gi"},
         "datastore": {"enabled": True, "name": "team-a-etcd"},
-        "jobs": {"cfssl": {"tag": PINNED.kamaji_etcd_cfssl_tag}},
+        # cert-manager renews its certificates (the chart's own jobs would make one-year ones).
+        "selfSignedCertificates": {"enabled": False},
+        "certManager": {
+            "enabled": True,
+            "issuerRef": {
+                "name": "team-a-etcd-issuer",
+                "kind": "Issuer",
+                "group": "cert-manager.io",
+            },
+        },
     }
+
+
+def test_the_dedicated_etcds_issuer_is_self_signed_in_the_tenants_namespace() -> None:
+    issuer = dedicated_etcd_issuer("team-a", "team-a-home", {"gpu-platform.io/tenant": "team-a"})
+    assert issuer == {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Issuer",
+        "metadata": {
+            "name": "team-a-etcd-issuer",
+            "namespace": "team-a-home",
+            "labels": {"gpu-platform.io/tenant": "team-a"},
+        },
+        "spec": {"selfSigned": {}},
+    }
+    values = kamaji_etcd_values("team-a", DedicatedDataStore())
+    assert values["certManager"]["issuerRef"]["name"] == issuer["metadata"]["name"]
 
 
 def test_kamaji_etcd_follows_the_management_clusters_domain_and_storage_class() -> None:
