@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "f084d28b9159855e80a3564d698f784545a094ec"
+BASELINE = "ae1af8345faddecd1cd626188de6be59b8ed337e"
 
 
 def _has_commit(commit: str) -> bool:
