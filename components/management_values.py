@@ -151,8 +151,9 @@ def kamaji_etcd_values(
     (its defaults, ``selfSignedCertificates.enabled``), valid one year and never renewed
     (templates/etcd_cm.yaml:31-47), so the release needs nothing but the cluster, not even
     cert-manager; their cfssl image is pinned (``PINNED.kamaji_etcd_cfssl_tag``) where the chart
-    would take ``latest``. kamaji-etcd builds
-    its peer, certificate and DataStore endpoint names as
+    would take ``latest``.
+
+    kamaji-etcd builds its peer, certificate and DataStore endpoint names as
     ``<member>.<service>.<namespace>.svc.<clusterDomain>`` (templates/_helpers.tpl:183-214), so
     ``clusterDomain`` is the management cluster's own, always given. ``datastore``: whether the
     chart creates the DataStore ``name`` (it needs Kamaji's CRD installed first)."""

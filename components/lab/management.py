@@ -169,14 +169,14 @@ def _registry_caches(
 
 # The default etcd starts at once, beside cert-manager (components.management_cluster): its member
 # (kamaji-etcd 0.17.0's appVersion), its certificate job's cfssl and kubectl (tagged with the kind
-# node's minor) and its root-user job's etcdctl; tests/contract/test_default_datastore.py renders
-# the chart and compares.
+# node's minor) and its root-user job's etcdctl, the last two the images the backups run too
+# (versions.py); tests/contract/test_default_datastore.py renders the chart and compares.
 DEFAULT_ETCD_IMAGES = frozenset(
     {
         "quay.io/coreos/etcd:v3.6.12",
         f"cfssl/cfssl:{PINNED.kamaji_etcd_cfssl_tag}",
-        "clastix/kubectl:v1.35",
-        "quay.io/coreos/etcd:v3.5.6",
+        PINNED.backup_kubectl_image,
+        PINNED.backup_etcd_image,
     }
 )
 # What starts as soon as the management cluster serves pulls its own images through the caches
