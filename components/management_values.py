@@ -146,7 +146,7 @@ def kamaji_etcd_values(
 
     Certificates come either from cert-manager, through the Issuer called ``issuer`` in the
     release's namespace (a CA the chart makes from it, and server, peer and root-client
-    certificates of 90 days that cert-manager renews 15 days ahead: templates/
+    certificates of 90 days that cert-manager renews 7 days ahead, ``renewBefore: 168h``: templates/
     etcd_cert-manager_*.yaml), or without ``issuer`` from the chart's own cfssl and kubectl jobs
     (its defaults, ``selfSignedCertificates.enabled``), valid one year and never renewed
     (templates/etcd_cm.yaml:31-47), so the release needs nothing but the cluster, not even

@@ -146,7 +146,7 @@ def test_prods_default_etcd_is_kamajis_subchart_in_the_clusters_domain() -> None
 
 
 def test_a_dedicated_etcd_takes_renewed_certificates_from_its_issuer() -> None:
-    """prod's dedicated etcds: every certificate from cert-manager (renewed 15 days before its
+    """prod's dedicated etcds: every certificate from cert-manager (renewed 7 days before its
     90 days run out), the CA rooted in the tenant's self-signed Issuer, no cfssl job; the root
     client certificate is etcd's ``root`` user, and the DataStore reads the CA and it."""
     values = kamaji_etcd_values("team-a", DedicatedDataStore(), cluster_domain="corp.example")
