@@ -9,14 +9,22 @@ so the rules hold while workers or Konnectivity are down (unlike HAMi's own webh
 * **Policy** (cluster-scoped): matches pod CREATE; ``variables`` and ``validations`` as defined
   in the rules file; ``paramKind`` v1 ConfigMap for the tenant's ceilings; ``failurePolicy: Fail``
   (an expression that cannot be evaluated refuses the pod rather than letting it through).
-* **Binding**: the tenant's mode as ``validationActions`` (``Deny``, ``Warn`` or ``Audit``), the
-  params ConfigMap (``parameterNotFoundAction: Deny``: a deleted ConfigMap refuses GPU rule
-  checks instead of skipping them), and the namespaces HAMi's webhook skips left out, so system
-  pods (the CNI, HAMi itself, the GPU Operator's validators, which ask for ``nvidia.com/gpu``)
-  are never gated. The pods' own ``hami.io/webhook=ignore`` label is not an exclusion here: a GPU
-  pod so labelled is refused (rule ``hami-webhook-not-skipped``).
+* **Binding**: the tenant's mode as ``validationActions`` (``Deny`` or ``Warn``), the params
+  ConfigMap (``parameterNotFoundAction: Deny``), and the namespaces HAMi's webhook skips left
+  out, so system pods (the CNI, HAMi itself, the GPU Operator's validators, which ask for
+  ``nvidia.com/gpu``) are never gated. A missing params ConfigMap is a configuration error, not
+  a rule failure: the API server then refuses **every** pod of every bound namespace, in either
+  mode (k8s.io/apiserver v0.35.7 pkg/admission/plugin/policy/generic/policy_dispatcher.go:337-343
+  and :377-378 add it to the denied decisions; validating/dispatcher.go:232-252 applies
+  ``validationActions`` only to CEL decisions). Chosen on purpose: deleting the ConfigMap (only
+  the tenant's admin can, it lives in ``kube-system``) must not switch the rules off, and
+  ``pulumi up`` re-creates it; ``Allow`` would skip the whole policy instead. The pods' own
+  ``hami.io/webhook=ignore`` label is not an exclusion here: a GPU pod so labelled is refused
+  (rule ``hami-webhook-not-skipped``).
 * **Params** (``kube-system``): ``maxGpuMemoryMiB`` and ``wholeCards`` from ``tenants[].admission``
-  (a key left out means no ceiling).
+  (a key left out means no ceiling), and ``privilegedNamespace.<name>: "true"`` for each of its
+  ``privilegedNamespaces`` (one key per namespace: the rules need no string splitting, which
+  cel-python, the pack's evaluator, lacks).
 
 Pure builders: no Pulumi here, one small function per object, unit-tested.
 """
@@ -40,7 +48,8 @@ RULES_FILE: Final = (
 )
 API_VERSION: Final = "admissionregistration.k8s.io/v1"
 NAME_LABEL: Final = "kubernetes.io/metadata.name"
-MODES: Final = ("Deny", "Warn", "Audit")
+MODES: Final = ("Deny", "Warn")
+PRIVILEGED_NAMESPACE_KEY: Final = "privilegedNamespace."
 
 
 @dataclass(frozen=True)
@@ -105,8 +114,9 @@ def admission_policy(definitions: RuleDefinitions, labels: Mapping[str, str]) ->
 
 
 def validation_actions(mode: str) -> list[str]:
-    """``Deny`` refuses, ``Warn`` admits with a warning to the client, ``Audit`` admits and
-    records the failure in the audit log (``validationActions``; Deny and Warn never together)."""
+    """``Deny`` refuses, ``Warn`` admits with a warning to the client (``validationActions``).
+    ``Audit`` is not offered: it only annotates audit events, and no tenant API server here has
+    an audit backend (apiserver v0.35.7 validating/dispatcher.go:243-245, :311-329)."""
     if mode not in MODES:
         raise ValueError(f"admission mode must be one of {', '.join(MODES)}, got {mode!r}")
     return [mode]
@@ -153,6 +163,8 @@ def admission_params(
     data: dict[str, str] = {"wholeCards": "true" if settings.whole_cards else "false"}
     if settings.max_gpu_memory_mib is not None:
         data["maxGpuMemoryMiB"] = str(settings.max_gpu_memory_mib)
+    for namespace in settings.privileged_namespaces:
+        data[PRIVILEGED_NAMESPACE_KEY + namespace] = "true"
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

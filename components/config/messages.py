@@ -52,6 +52,7 @@ _EXAMPLES: Mapping[str, object] = types.MappingProxyType(
         "product": "NVIDIA-A100-SXM4-80GB",
         "version": "v1.13.2",
         "admissionControllers": "MutatingAdmissionWebhook",
+        "privilegedNamespaces": "node-agents",
         "command": "sleep",
         # Model.key: where one model's key wants another example than the same key elsewhere.
         "WorkerPool.name": "a100",

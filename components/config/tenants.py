@@ -225,11 +225,12 @@ class AdmissionSettings(_Model):
     """The tenant API server's own GPU rules (a ValidatingAdmissionPolicy, the policy pack's
     ``hami-admission-rules``): how they act and the tenant's ceilings."""
 
-    mode: Literal["Deny", "Warn", "Audit"] = Field(
+    # No "Audit": it only annotates audit events, and a tenant API server has no audit backend
+    # (Kamaji 26.8.2-edge passes audit flags only as user extraArgs), so it would record nothing.
+    mode: Literal["Deny", "Warn"] = Field(
         default="Deny",
         description="Deny refuses a pod that breaks a rule; Warn admits it with a warning to "
-        "the client; Audit admits it and records the failure in the audit log (roll out on a "
-        "running tenant with Audit or Warn, then Deny)",
+        "the client (roll out on a running tenant with Warn, then Deny)",
     )
     max_gpu_memory_mib: PositiveInt | None = Field(
         default=None,
@@ -241,6 +242,21 @@ class AdmissionSettings(_Model):
         description="false: no container may take a whole card (gpucores 100 or "
         "gpumem-percentage 100), only shares",
     )
+    privileged_namespaces: list[str] = Field(
+        default_factory=list,
+        alias="privilegedNamespaces",
+        description="namespaces where pods that ask for no GPU may still be privileged or add "
+        "SYS_ADMIN-like capabilities (rule node-device-access); GPU pods never may",
+    )
+
+    @field_validator("privileged_namespaces")
+    @classmethod
+    def _namespace_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            _dns1123(name, "privileged namespace")
+        if len(set(value)) != len(value):
+            raise ValueError("a namespace is listed twice: list each one once")
+        return value
 
 
 # Namespaces of the management cluster that are not a tenant's to take: Kubernetes' own and the

@@ -148,6 +148,10 @@ def _equal(left: Any, right: Any) -> Any:
         return celtypes.BoolType(float(left) == float(right))
     if left is None or right is None:
         return celtypes.BoolType(left is None and right is None)
+    if isinstance(left, str) and isinstance(right, str):
+        # cel-python 0.5.0 returns a plain str from string concatenation ('a' + b), a
+        # StringType elsewhere; in cel-go both are one type, string.
+        return celtypes.BoolType(str(left) == str(right))
     if type(left) is not type(right):
         return celtypes.BoolType(False)
     return celtypes.BoolType(left == right)

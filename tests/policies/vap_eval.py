@@ -10,22 +10,27 @@ It reads only the rendered objects (never the rules file), so it checks what the
    ``matchResources.namespaceSelector`` (``In``/``NotIn``/``Exists``/``DoesNotExist`` on the
    namespace's labels, ``kubernetes.io/metadata.name`` included) decide whether the pod is judged;
 2. the binding's ``paramRef`` names the params object; when it is missing,
-   ``parameterNotFoundAction: Deny`` refuses the request;
+   ``parameterNotFoundAction: Deny`` is a configuration error that refuses the request in
+   **every** mode (k8s.io/apiserver v0.35.7 pkg/admission/plugin/policy/generic/
+   policy_dispatcher.go:337-343, :377-378: ``addConfigError`` goes to the denied decisions;
+   validating/dispatcher.go:232-252 applies ``validationActions`` to CEL decisions only);
 3. ``variables`` in order, then every ``validation``; a false result, or an expression that does
    not evaluate (``failurePolicy: Fail``), fails with the validation's message (its
    ``messageExpression`` when that evaluates);
-4. ``validationActions``: ``Deny`` refuses, ``Warn`` and ``Audit`` admit.
+4. ``validationActions``: ``Deny`` refuses, ``Warn`` admits.
 
 And the pod the API server hands the policy: quantities canonical, ``schedulerName`` defaulted,
 extended-resource requests equal to limits; optionally after HAMi v2.10.0's mutating webhook
-(``hami_mutation``: the scheduler name, ``nvidia.com/gpu`` defaulted to 1, an exclusive card's
-``gpucores: 100``, ``NVIDIA_VISIBLE_DEVICES=none`` and the runtime class).
+(``hami_webhook``: what it refuses itself, and what it writes: the scheduler name,
+``nvidia.com/gpu`` defaulted to 1, an exclusive card's ``gpucores: 100``,
+``NVIDIA_VISIBLE_DEVICES=none``, the runtime class).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,10 +90,14 @@ def _rule_matches(policy: Mapping[str, Any], operation: str) -> bool:
     return False
 
 
-def _run(text: str, activation: Mapping[str, Any]) -> Any:
+@functools.lru_cache(maxsize=512)
+def _program(text: str) -> Any:
     env = celpy.Environment()
-    program = env.program(env.compile(text), functions=FUNCTIONS)
-    result = program.evaluate(dict(activation))
+    return env.program(env.compile(text), functions=FUNCTIONS)
+
+
+def _run(text: str, activation: Mapping[str, Any]) -> Any:
+    result = _program(text).evaluate(dict(activation))
     if isinstance(result, celpy.evaluation.CELEvalError):
         raise result
     return result
@@ -127,7 +136,8 @@ def evaluate_policy(
             None,
         )
         if params is None and ref.get("parameterNotFoundAction") == "Deny":
-            return Verdict(not denies, True, ["params not found"])
+            # A configuration error: refused whatever validationActions say.
+            return Verdict(False, True, ["params not found"])
     activation: dict[str, Any] = {
         "object": celpy.json_to_cel(copy.deepcopy(dict(pod))),
         "oldObject": None,
@@ -193,29 +203,96 @@ def as_admitted(pod: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def hami_mutation(
-    pod: Mapping[str, Any], overwrite_env: bool, runtime_class: str | None
-) -> dict[str, Any]:
-    """HAMi v2.10.0's webhook on an admitted pod (pkg/scheduler/webhook.go:53-123 and
-    pkg/device/nvidia/device.go:347-450, chart defaults defaultGPUNum 1, schedulerName
-    hami-scheduler): it runs only for pods without another scheduler."""
+@dataclass(frozen=True)
+class HamiAnswer:
+    """HAMi's mutating webhook on one pod: not called (its selectors leave the pod out), refused
+    with HAMi's own message, or the pod as it leaves the webhook."""
+
+    called: bool
+    pod: dict[str, Any] | None
+    refusal: str | None = None
+
+
+WEBHOOK = 'admission webhook "vgpu.hami.io" denied the request'
+SKIP_LABEL = "hami.io/webhook"
+COUNTED = ("nvidia.com/gpucores", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage")
+
+
+def _value(container: Mapping[str, Any], name: str) -> int | None:
+    """HAMi's ``resourceValue``: the limit, else the request (device.go:452-463), as an integer
+    (``Quantity.Value()`` rounds up)."""
+    resources = container.get("resources") or {}
+    for key in ("limits", "requests"):
+        found = (resources.get(key) or {}).get(name)
+        if found is not None:
+            return int(-(-float(canonical_number(str(found))) // 1))
+    return None
+
+
+def canonical_number(text: str) -> float:
+    """A Kubernetes quantity as a number (decimal and binary suffixes)."""
+    suffixes = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3}
+    binary = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+    for suffix, factor in binary.items():
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    if text and text[-1] in suffixes:
+        return float(text[:-1]) * suffixes[text[-1]]
+    return float(text)
+
+
+def hami_webhook(
+    pod: Mapping[str, Any],
+    namespace_labels: Mapping[str, str],
+    *,
+    overwrite_env: bool,
+    runtime_class: str | None,
+    excluded_namespaces: Sequence[str] = (),
+    quota_left: Mapping[str, int] | None = None,
+) -> HamiAnswer:
+    """HAMi v2.10.0's webhook (chart defaults: defaultGPUNum 1, schedulerName hami-scheduler):
+
+    * not called for a pod or namespace labelled ``hami.io/webhook=ignore`` or a namespace of
+      ``whitelistNamespaces`` (charts/hami/templates/scheduler/webhook.yaml: namespaceSelector and
+      objectSelector ``NotIn [ignore]``);
+    * refused: no containers (pkg/scheduler/webhook.go:58-61), a ``gpumem-percentage`` outside
+      0..100 (device.go:349-351, 389-395, answered ``admission.Errored(500)``, webhook.go:75-97),
+      a privileged container in a GPU pod (webhook.go:99-101), a GPU pod with ``nodeName``
+      (:107-111), over the namespace's HAMi quota (``quota_left`` per resource, :114-115 and
+      ``fitResourceQuota`` :145-190: Memreq x cards and Coresreq x cards of every container);
+    * otherwise the pod as it writes it (device.go:347-450)."""
+    namespace = str(pod.get("metadata", {}).get("namespace", ""))
+    labels = pod.get("metadata", {}).get("labels") or {}
+    if (
+        labels.get(SKIP_LABEL) == "ignore"
+        or namespace_labels.get(SKIP_LABEL) == "ignore"
+        or namespace in excluded_namespaces
+    ):
+        return HamiAnswer(False, copy.deepcopy(dict(pod)))
     result = copy.deepcopy(dict(pod))
     spec = result["spec"]
-    if spec.get("schedulerName") not in ("", "default-scheduler", "hami-scheduler"):
-        return result
+    if not spec.get("containers"):
+        return HamiAnswer(True, None, f"{WEBHOOK}: pod has no containers")
+    if spec.get("schedulerName") not in ("", "default-scheduler", "hami-scheduler", None):
+        return HamiAnswer(True, result)
     has_resource = False
+    privileged = ""
+    memory_asked = cores_asked = init_memory = init_cores = 0
     for key in ("initContainers", "containers"):
         for container in spec.get(key) or []:
-            limits = (container.get("resources") or {}).get("limits") or {}
-            found = "nvidia.com/gpu" in limits
-            if not found and any(
-                k in limits
-                for k in (
-                    "nvidia.com/gpucores",
-                    "nvidia.com/gpumem",
-                    "nvidia.com/gpumem-percentage",
+            if (container.get("securityContext") or {}).get("privileged") is True:
+                privileged = privileged or container["name"]
+            percentage = _value(container, "nvidia.com/gpumem-percentage")
+            if percentage is not None and not 0 <= percentage <= 100:
+                return HamiAnswer(
+                    True,
+                    None,
+                    f"{WEBHOOK}: invalid nvidia.com/gpumem-percentage value {percentage} in "
+                    f"container {container['name']}: must be an integer between 0 and 100",
                 )
-            ):
+            limits = container.setdefault("resources", {}).setdefault("limits", {})
+            found = "nvidia.com/gpu" in limits
+            if not found and any(k in limits for k in COUNTED):
                 limits["nvidia.com/gpu"] = "1"  # defaultGPUNum: 1
                 found = True
             exclusive = limits.get("nvidia.com/gpumem-percentage") == "100" or (
@@ -229,7 +306,107 @@ def hami_mutation(
                 container.setdefault("env", []).append(
                     {"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}
                 )
+            if not limits:
+                del container["resources"]["limits"]
+                if not container["resources"]:
+                    del container["resources"]
+            if found:
+                cards = _value(container, "nvidia.com/gpu") or 0
+                memory = (_value(container, "nvidia.com/gpumem") or 0) * cards
+                cores = (_value(container, "nvidia.com/gpucores") or 0) * cards
+                if key == "containers":
+                    memory_asked, cores_asked = memory_asked + memory, cores_asked + cores
+                else:  # init containers run one at a time: the pod needs their largest
+                    init_memory, init_cores = max(init_memory, memory), max(init_cores, cores)
             has_resource = has_resource or found
+    if privileged and has_resource:
+        return HamiAnswer(True, None, f"{WEBHOOK}: container {privileged} is privileged")
     if has_resource:
         spec["schedulerName"] = "hami-scheduler"
-    return result
+        if spec.get("nodeName"):
+            return HamiAnswer(True, None, f"{WEBHOOK}: pod has node assigned")
+    memory_asked, cores_asked = max(memory_asked, init_memory), max(cores_asked, init_cores)
+    left = quota_left or {}
+    if memory_asked > left.get("nvidia.com/gpumem", memory_asked) or cores_asked > left.get(
+        "nvidia.com/gpucores", cores_asked
+    ):
+        return HamiAnswer(True, None, f"{WEBHOOK}: exceeding resource quota")
+    return HamiAnswer(True, result)
+
+
+def hami_mutation(
+    pod: Mapping[str, Any], overwrite_env: bool, runtime_class: str | None
+) -> dict[str, Any]:
+    """The pod as HAMi's webhook writes it, for a pod it lets through (``hami_webhook``)."""
+    answer = hami_webhook(pod, {}, overwrite_env=overwrite_env, runtime_class=runtime_class)
+    if answer.pod is None:
+        raise ValueError(f"HAMi's webhook refuses this pod: {answer.refusal}")
+    return answer.pod
+
+
+# ------------------------------------------------------------ what a live tenant answers
+
+
+@dataclass(frozen=True)
+class TenantAnswer:
+    """A tenant API server's answer to a pod CREATE: HAMi's webhook first, then the policy.
+
+    ``refused_by`` is ``""`` (admitted), ``"hami"`` or ``"policy"``; ``message`` is the API
+    error's text as a client reads it; ``rule_ids`` are the policy's failed validations in the
+    policy's order (with ``Warn`` they come back as warnings and the pod is admitted)."""
+
+    admitted: bool
+    refused_by: str
+    message: str
+    rule_ids: tuple[str, ...]
+    hami_called: bool
+    pod: dict[str, Any] | None
+
+
+def forbidden_message(pod_name: str, policy: str, binding: str, message: str) -> str:
+    """The API error a denying policy returns: only the first denied validation's message
+    (k8s.io/apiserver v0.35.7 pkg/admission/plugin/policy/validating/dispatcher.go:289-306,
+    wrapped by admission.NewForbidden as ``pods "<name>" is forbidden: ...``)."""
+    return (
+        f"pods \"{pod_name}\" is forbidden: ValidatingAdmissionPolicy '{policy}' with binding "
+        f"'{binding}' denied request: {message}"
+    )
+
+
+def tenant_answer(
+    policy: Mapping[str, Any],
+    binding: Mapping[str, Any],
+    config_maps: Sequence[Mapping[str, Any]],
+    pod: Mapping[str, Any],
+    namespace: Mapping[str, Any],
+    *,
+    overwrite_env: bool,
+    runtime_class: str | None,
+    excluded_namespaces: Sequence[str],
+    quota_left: Mapping[str, int] | None = None,
+) -> TenantAnswer:
+    """``pod`` (as sent) through HAMi's webhook (mutating webhooks run before validating
+    policies) and then the tenant's policy, as the tenant's API server would answer it."""
+    admitted_pod = as_admitted(pod)
+    labels = namespace["metadata"].get("labels") or {}
+    hami = hami_webhook(
+        admitted_pod,
+        labels,
+        overwrite_env=overwrite_env,
+        runtime_class=runtime_class,
+        excluded_namespaces=excluded_namespaces,
+        quota_left=quota_left,
+    )
+    if hami.pod is None:
+        return TenantAnswer(False, "hami", hami.refusal or "", (), True, None)
+    verdict = evaluate_policy(policy, binding, hami.pod, namespace, config_maps)
+    ids = tuple(m.split(":", 1)[0] for m in verdict.messages)
+    if verdict.admitted:
+        return TenantAnswer(True, "", "", ids, hami.called, hami.pod)
+    message = forbidden_message(
+        str(pod["metadata"]["name"]),
+        str(policy["metadata"]["name"]),
+        str(binding["metadata"]["name"]),
+        verdict.messages[0],
+    )
+    return TenantAnswer(False, "policy", message, ids, hami.called, hami.pod)

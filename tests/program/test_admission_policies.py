@@ -131,14 +131,23 @@ def test_mode_and_ceilings_come_from_the_tenant_config(evaluated: Evaluated) -> 
     config = copy.deepcopy(load_stack_config("lab"))
     platform: dict[str, Any] = config["gpu-platform:platform"]
     tenant = platform["tenants"][0]
-    tenant["admission"] = {"mode": "Audit", "maxGpuMemoryMiB": 40960, "wholeCards": False}
+    tenant["admission"] = {
+        "mode": "Warn",
+        "maxGpuMemoryMiB": 40960,
+        "wholeCards": False,
+        "privilegedNamespaces": ["node-agents"],
+    }
     changed = evaluate("lab", False, config=config)
     assert changed.error is None, changed.error
     name = tenant["name"]
     binding = _named(changed, f"{name}-admission-binding").inputs
-    assert binding["spec"]["validationActions"] == ["Audit"]
+    assert binding["spec"]["validationActions"] == ["Warn"]
     params = _named(changed, f"{name}-admission-limits").inputs["data"]
-    assert params == {"maxGpuMemoryMiB": "40960", "wholeCards": "false"}
+    assert params == {
+        "maxGpuMemoryMiB": "40960",
+        "wholeCards": "false",
+        "privilegedNamespace.node-agents": "true",
+    }
     others = [t["name"] for t in platform["tenants"][1:]]
     for other in others:
         assert _named(changed, f"{other}-admission-binding").inputs["spec"][
@@ -151,6 +160,9 @@ def test_mode_and_ceilings_come_from_the_tenant_config(evaluated: Evaluated) -> 
     [
         ({"mode": "deny"}, "mode"),
         ({"mode": "Enforce"}, "mode"),
+        ({"mode": "Audit"}, "mode"),
+        ({"privilegedNamespaces": ["Node_Agents"]}, "privilegedNamespaces"),
+        ({"privilegedNamespaces": ["a", "a"]}, "privilegedNamespaces"),
         ({"maxGpuMemoryMiB": 0}, "maxGpuMemoryMiB"),
         ({"maxGpuMemoryMiB": "20480"}, "maxGpuMemoryMiB"),
         ({"maxGpuMemoryMiB": True}, "maxGpuMemoryMiB"),
