@@ -29,25 +29,50 @@ def granted(allocations: Iterable[str]) -> tuple[int, int]:
     return memory, cores
 
 
-def series_value(response: Mapping[str, Any], tenant: str) -> float:
-    """The tenant's sample of an instant-query response; 0 when it has none (nothing held)."""
+def series_value(response: Mapping[str, Any], tenant: str) -> float | None:
+    """The tenant's sample of an instant-query response; None when it has none. The recording
+    rules emit nothing for a tenant that holds nothing (an empty ``sum by (tenant)``), so a
+    missing series cannot be told from a tenant whose agent never remote-writes: TC-18 holds a
+    known share in every tenant and requires the series."""
     for sample in response.get("data", {}).get("result", []):
         if sample.get("metric", {}).get("tenant") == tenant:
             return float(sample["value"][1])
-    return 0.0
+    return None
 
 
 def judge_allocation(
-    tenant: str, granted_mib: int, granted_cores: int, memory_gib: float, cards: float
+    tenant: str,
+    granted_mib: int,
+    granted_cores: int,
+    memory_gib: float | None,
+    cards: float | None,
 ) -> Verdict:
+    """The tenant's series against HAMi's grants; a tenant that holds nothing, or has no series,
+    fails: 0 = 0 would pass for an agent that never remote-writes."""
     verdict = Verdict(
         facts={
             "grantedMiB": granted_mib,
             "grantedCores": granted_cores,
-            "seriesMiB": memory_gib * 1024,
-            "seriesCores": cards * 100,
+            "seriesMiB": None if memory_gib is None else memory_gib * 1024,
+            "seriesCores": None if cards is None else cards * 100,
         }
     )
+    if granted_mib == 0 and granted_cores == 0:
+        verdict.problems.append(
+            f"{tenant}: holds no GPU share, so its series cannot be judged (0 = no series)"
+        )
+        return verdict
+    if memory_gib is None or cards is None:
+        missing = [
+            n
+            for n, v in ((rules.MEMORY_ALLOCATED, memory_gib), (rules.CORES_ALLOCATED, cards))
+            if v is None
+        ]
+        verdict.problems.append(
+            f"{tenant}: no {' or '.join(missing)} series although HAMi granted its pods "
+            f"{granted_mib} MiB / {granted_cores} % (its metrics agent or the recording rules)"
+        )
+        return verdict
     if abs(memory_gib * 1024 - granted_mib) > TOLERANCE_MIB:
         verdict.problems.append(
             f"{tenant}: {rules.MEMORY_ALLOCATED} says {memory_gib * 1024:.0f} MiB, "

@@ -74,6 +74,12 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+def marker_pod(run_id: str) -> dict[str, Any]:
+    """TC-07/08's marker: not sent to HAMi's webhook (visibility is under test, and a
+    Konnectivity outage, which breaks the webhook call, is TC-00's and TC-03's finding)."""
+    return pod_body("marker", run_id, labels=HAMI_WEBHOOK_IGNORE)
+
+
 @pytest.fixture(scope="session")
 def live() -> Iterator[LiveStack]:
     """The deployed stack; a skip only when none is deployed (no CLI, no stack, no outputs),
@@ -126,9 +132,7 @@ def markers(live: LiveStack) -> Iterator[dict[str, Marker]]:
             created[name] = Marker(namespace, f"{namespace}/marker")
             # Not sent to HAMi's webhook: TC-07/08 are about visibility, and a Konnectivity
             # outage (which breaks the webhook call) is TC-00's and TC-03's finding.
-            create_pod(
-                cluster, namespace, pod_body("marker", live.run_id, labels=HAMI_WEBHOOK_IGNORE)
-            )
+            create_pod(cluster, namespace, marker_pod(live.run_id))
         yield created
     finally:
         failures = []
@@ -226,9 +230,8 @@ def evidence(request: pytest.FixtureRequest) -> Evidence:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "tc(id): acceptance test id (TC-01 ...) for the report table"
-    )
+    # The marker tc(id) itself is registered in pyproject.toml (other suites import these
+    # modules too).
     config.stash[ROWS] = {}
     config.stash[STARTED] = _now()
 

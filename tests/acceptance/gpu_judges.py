@@ -28,6 +28,7 @@ from tests.acceptance.gpu_plan import (
     CORE_POLICY_ENV,
     FORCE_CORE_POLICY,
     HAMI_CORE_LOG_ENV,
+    KNOWN_UNTHROTTLED_SMS,
     MEMORY_ACCOUNTING_OVERHEAD_MIB,
     MIN_WINDOW_SAMPLES,
     SETTLE_SECONDS,
@@ -474,12 +475,35 @@ def judge_compute_share(
     facts["ratio"] = round(ratio, 3)
     facts["distanceFromShare"] = round(ratio - cores / 100, 3)
     if ratio > 1 - margin:
-        problems.append(
+        text = (
             f"not limited: the limited probe ({cores}%, {FORCE_CORE_POLICY}) ran at {ratio:.0%} "
             f"of the unrestricted one, not clearly below it (at most {1 - margin:.0%}); "
             f"{facts['hamiCoreCause']}"
         )
+        known = known_unthrottled(limited, limited_state)
+        if known is not None and not problems:
+            facts["knownUpstreamLimit"] = f"{text}; {known}"
+        else:
+            problems.append(text)
     return verdict
+
+
+def known_unthrottled(run: ProbeRun, state: Mapping[str, Any]) -> str | None:
+    """Why a "not limited" TC-12 is the pinned HAMi-core's known defect and not this platform's
+    (``gpu_plan.KNOWN_UNTHROTTLED_SMS``), or None: a card of fewer SMs, or a limiter that did not
+    run (then the platform is at fault, and TC-12 fails)."""
+    try:
+        sms = int(run.device.get("sms") or 0)
+    except (TypeError, ValueError):
+        return None
+    switch = state.get("utilSwitch") or {}
+    ran = bool(switch.get("on")) and int(state.get("watcherLines") or 0) > 0
+    if sms < KNOWN_UNTHROTTLED_SMS or not ran or state.get("setTaskPidFailed"):
+        return None
+    return (
+        f"a {sms}-SM card, where HAMi-core's limiter is known not to throttle although it ran "
+        "(HAMi-core issues #274 and #314; fix PR #317 not in HAMi v2.10.0's HAMi-core)"
+    )
 
 
 def _same_card(runs: Sequence[ProbeRun]) -> str | None:

@@ -226,8 +226,15 @@ def run_unrestricted_compute(
 ) -> ProbeResult:
     """The compute probe at ``UNRESTRICTED_CORES`` on the target card for ``COMPUTE_SECONDS``:
     the same-run reference TC-12's and TC-14's shares are measured against."""
-    body = compute_body(target, run_id, name, COMPUTE_SECONDS, UNRESTRICTED_CORES)
-    return run_probe(cluster, namespace, body, COMPUTE_SECONDS)
+    return run_probe(
+        cluster, namespace, unrestricted_compute_pod(target, run_id, name), COMPUTE_SECONDS
+    )
+
+
+def unrestricted_compute_pod(target: GpuTarget, run_id: str, name: str) -> dict[str, Any]:
+    """The compute probe at ``UNRESTRICTED_CORES``, the reference TC-12 and TC-14 measure
+    against."""
+    return compute_body(target, run_id, name, COMPUTE_SECONDS, UNRESTRICTED_CORES)
 
 
 def wait_output(

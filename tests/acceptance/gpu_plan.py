@@ -69,6 +69,13 @@ UNRESTRICTED_CORES = 100
 # (15 points: several times the few per cent two runs of one kernel differ by clock boost alone),
 # and the report gives the ratio next to the share asked.
 COMPUTE_DIRECTION_MARGIN = 0.15
+# Cards with at least this many SMs are where HAMi-core's limiter is known not to throttle
+# (HAMi-core #274 on a 132-SM card, #314; the fix, PR #317 "make SM limiter step linear in SM
+# count", was still open when HAMi v2.10.0 took its HAMi-core, submodule b216ba1b): there TC-12
+# reports "not limited" as an expected failure of the pinned HAMi-core (xfail) instead of failing,
+# provided HAMi-core is loaded and its limiter ran (util_switch on, watcher lines present).
+# Revisit when a HAMi-core with #317 is pinned.
+KNOWN_UNTHROTTLED_SMS = 100
 # TC-14 (informational): a probe is flagged as "below its share" when it got less than its share
 # of the card minus this many points of the card. Recorded, never failed (see TC-14).
 COMPUTE_SHARE_TOLERANCE = 0.10

@@ -79,6 +79,17 @@ PROBE_IMAGE = PINNED.completer_image
 PROBE_TIMEOUT = 180.0  # image pull included
 
 
+def dns_probe_pod(name: str, run_id: str) -> dict[str, Any]:
+    """The DNS and tunnel probe: no GPU, kept out of HAMi's webhook (its health is judged apart)."""
+    return pod_body(
+        name,
+        run_id,
+        image=PROBE_IMAGE,
+        command=["python3", "-c", DNS_PROBE_SCRIPT, DNS_PROBE_NAME, str(DNS_PROBE_PORT)],
+        labels=HAMI_WEBHOOK_IGNORE,
+    )
+
+
 def _pods(cluster: Cluster, namespace: str | None, selector: str) -> list[PodHealth]:
     return [pod_health(p) for p in pods_raw(cluster, namespace, selector)]
 
@@ -161,13 +172,7 @@ def _dns_probe(live: LiveStack, cluster: Cluster) -> DnsProbe:
         return DnsProbe("", "", "", error=f"the `kubernetes` Service: {describe_error(exc)}")
     name = "dns-probe"
     with scratch_namespace(cluster, live.run_id) as namespace:
-        body = pod_body(
-            name,
-            live.run_id,
-            image=PROBE_IMAGE,
-            command=["python3", "-c", DNS_PROBE_SCRIPT, DNS_PROBE_NAME, str(DNS_PROBE_PORT)],
-            labels=HAMI_WEBHOOK_IGNORE,
-        )
+        body = dns_probe_pod(name, live.run_id)
         try:
             create_pod(cluster, namespace, body)
         except API_ERRORS as exc:

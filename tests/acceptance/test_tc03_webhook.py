@@ -36,6 +36,16 @@ from tests.acceptance.workloads import UNSCHEDULABLE_SELECTOR, gpu_limits, pod_b
 pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
 
 
+def webhook_probe_pod(run_id: str) -> dict[str, Any]:
+    """A GPU pod no node can take: only HAMi's webhook (its scheduler name) is judged."""
+    return pod_body(
+        "webhook-probe",
+        run_id,
+        limits=gpu_limits(1, memory_mib=1000, cores=10),
+        node_selector=UNSCHEDULABLE_SELECTOR,
+    )
+
+
 def pods_of(cluster: Cluster, namespace: str, selector: str) -> list[Any]:
     def once() -> list[Any]:
         return list(
@@ -83,12 +93,7 @@ def test_webhook_reached_through_konnectivity(live: LiveStack, evidence: Evidenc
                 f"({len(agents)} found)"
             )
         with scratch_namespace(cluster, live.run_id) as namespace:
-            body = pod_body(
-                "webhook-probe",
-                live.run_id,
-                limits=gpu_limits(1, memory_mib=1000, cores=10),
-                node_selector=UNSCHEDULABLE_SELECTOR,
-            )
+            body = webhook_probe_pod(live.run_id)
             try:
                 created = create_pod(cluster, namespace, body)
             except API_ERRORS as exc:

@@ -114,6 +114,18 @@ def sharing(live: LiveStack, plan: SharingPlan, target: Target) -> Iterator[Shar
         cleanup_namespace(target.cluster, namespace)
 
 
+def share_pod(
+    plan: SharingPlan, node_selector: dict[str, str] | None, run_id: str, name: str
+) -> dict[str, Any]:
+    """One share of the sharing scenario (TC-04's pods and TC-05's one too many)."""
+    return pod_body(
+        name,
+        run_id,
+        limits=gpu_limits(1, memory_mib=plan.pod_memory_mib, cores=plan.pod_cores),
+        node_selector=node_selector,
+    )
+
+
 def _seconds_since_creation(pod: Any, stamp: Any) -> int | None:
     created = meta(pod).creation_timestamp
     if created is None or stamp is None:
@@ -127,12 +139,7 @@ def bind_one(
     """Create one share pod and wait (bounded) for its bind and for its allocation to finish;
     stops early when the kubelet rejects the pod (Failed/Succeeded)."""
     cluster = target.cluster
-    body = pod_body(
-        name,
-        live.run_id,
-        limits=gpu_limits(1, memory_mib=plan.pod_memory_mib, cores=plan.pod_cores),
-        node_selector=target.node_selector,
-    )
+    body = share_pod(plan, target.node_selector, live.run_id, name)
     record = Bind(pod=name)
     started = time.monotonic()
     create_pod(cluster, run.namespace, body)
@@ -304,12 +311,7 @@ def test_compute_limit_enforced(
     create_pod(
         cluster,
         sharing.namespace,
-        pod_body(
-            name,
-            live.run_id,
-            limits=gpu_limits(1, memory_mib=plan.pod_memory_mib, cores=plan.pod_cores),
-            node_selector=target.node_selector,
-        ),
+        share_pod(plan, target.node_selector, live.run_id, name),
     )
     pod, events = wait_for_refusal(cluster, sharing.namespace, name, "CardInsufficientCore")
     judged = judge_rejection(placement(pod), events, "CardInsufficientCore", exclusive=True)

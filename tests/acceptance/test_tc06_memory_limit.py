@@ -38,6 +38,18 @@ from tests.acceptance.workloads import gpu_limits, pod_body
 pytestmark = [pytest.mark.live, pytest.mark.timeout(600)]
 
 
+def oversized_pod(
+    plan: SharingPlan, node_selector: dict[str, str] | None, run_id: str, name: str
+) -> dict[str, Any]:
+    """More memory than the card has (no cores: HAMi's webhook makes it exclusive, 100)."""
+    return pod_body(
+        name,
+        run_id,
+        limits=gpu_limits(1, memory_mib=plan.oversized_memory_mib),
+        node_selector=node_selector,
+    )
+
+
 @pytest.mark.tc("TC-06")
 def test_memory_limit_enforced(
     live: LiveStack, plan: SharingPlan, target: Target, evidence: Evidence
@@ -49,12 +61,7 @@ def test_memory_limit_enforced(
         create_pod(
             cluster,
             namespace,
-            pod_body(
-                name,
-                live.run_id,
-                limits=gpu_limits(1, memory_mib=plan.oversized_memory_mib),
-                node_selector=target.node_selector,
-            ),
+            oversized_pod(plan, target.node_selector, live.run_id, name),
         )
         pod, events = wait_for_refusal(cluster, namespace, name, "CardInsufficientMemory")
         judged = judge_rejection(placement(pod), events, "CardInsufficientMemory", exclusive=True)
@@ -73,6 +80,17 @@ def test_memory_limit_enforced(
 ACCUMULATION_CORES = 10
 
 
+def accumulation_pod(
+    memory_mib: int, node_selector: dict[str, str] | None, run_id: str, name: str
+) -> dict[str, Any]:
+    return pod_body(
+        name,
+        run_id,
+        limits=gpu_limits(1, memory_mib=memory_mib, cores=ACCUMULATION_CORES),
+        node_selector=node_selector,
+    )
+
+
 @pytest.mark.tc("TC-06")
 def test_memory_limit_counts_what_is_already_allocated(
     live: LiveStack, plan: SharingPlan, target: Target, evidence: Evidence
@@ -84,12 +102,7 @@ def test_memory_limit_counts_what_is_already_allocated(
         create_pod(
             cluster,
             namespace,
-            pod_body(
-                "mem-holder",
-                live.run_id,
-                limits=gpu_limits(1, memory_mib=sizes.holder_mib, cores=ACCUMULATION_CORES),
-                node_selector=target.node_selector,
-            ),
+            accumulation_pod(sizes.holder_mib, target.node_selector, live.run_id, "mem-holder"),
         )
 
         def allocated() -> Any:
@@ -102,12 +115,7 @@ def test_memory_limit_counts_what_is_already_allocated(
         create_pod(
             cluster,
             namespace,
-            pod_body(
-                "mem-second",
-                live.run_id,
-                limits=gpu_limits(1, memory_mib=sizes.second_mib, cores=ACCUMULATION_CORES),
-                node_selector=target.node_selector,
-            ),
+            accumulation_pod(sizes.second_mib, target.node_selector, live.run_id, "mem-second"),
         )
         pod, events = wait_for_refusal(cluster, namespace, "mem-second", "CardInsufficientMemory")
         second = judge_rejection(placement(pod), events, "CardInsufficientMemory", exclusive=True)

@@ -6,11 +6,14 @@ For every tenant quota in the stack file (``gpuQuotas``), in its namespace insid
   ``limits.nvidia.com/gpumem`` = gpuMemoryMiB, ``limits.nvidia.com/gpucores`` = gpuCores), and
   HAMi's scheduler holds the gpumem/gpucores limits (its metrics ``hami_resource_quota_limit``)
   - when its metrics are readable (TC-02 requires them);
-* **cards**: a pod asking ``gpus + 1`` cards, each with ``gpumem: 1`` and ``gpucores: 0`` so that
+* **cards**: a pod asking ``gpus + 1`` cards, each with ``gpumem: 1`` and ``gpucores: 1`` so that
   only the card count is over (HAMi's webhook sums Memreq x cards and Coresreq x cards against
-  its own quota, and would turn a bare ``nvidia.com/gpu: N`` into 100 cores per card), is
-  refused by Kubernetes' own quota admission: 403 ``exceeded quota`` naming
-  ``requests.nvidia.com/gpu`` with the configured limit;
+  its own quota, and would turn a bare ``nvidia.com/gpu: N`` into 100 cores per card; 1 core, not
+  0: the tenant's own admission rule ``hami-gpucores`` refuses 0 before ResourceQuota, which
+  kube-apiserver always runs last), is refused by Kubernetes' own quota admission: 403
+  ``exceeded quota`` naming ``requests.nvidia.com/gpu`` with the configured limit. It is judged
+  only where HAMi's quota has room for ``gpus + 1`` MiB and cores besides what is in use
+  (``card_pod_fits_hamis_quota``); elsewhere TC-10 says the scenario cannot run there;
 * **memory**: a pod asking ``gpuMemoryMiB + 1`` MiB (1 core) on one card is refused at creation by
   HAMi's mutating webhook, which has enforced the namespace's ``gpumem``/``gpucores`` quota
   itself since 2.9 (HAMi v2.10.0 pkg/scheduler/webhook.go:114-115, 145-190; pkg/device/quota.go
@@ -64,10 +67,43 @@ pytestmark = [pytest.mark.live, pytest.mark.timeout(600)]
 CARD_QUOTA = f"requests.{NVIDIA_GPU}"
 MEMORY_QUOTA = f"limits.{NVIDIA_GPUMEM}"
 CORES_QUOTA = f"limits.{NVIDIA_GPUCORES}"
-# Per card of the cards pod: the smallest share HAMi's webhook counts as a request (memory) and
-# no cores, so HAMi's own quota check passes and only requests.nvidia.com/gpu is over.
+# Per card of the cards pod: the smallest share HAMi's webhook and the tenant's admission rules
+# accept (hami-gpumem-mib and hami-gpucores both start at 1), so HAMi's own quota check passes
+# and only requests.nvidia.com/gpu is over.
 CARD_POD_MEMORY_MIB = 1
-CARD_POD_CORES = 0
+CARD_POD_CORES = 1
+
+
+def cards_over_quota_pod(quota: Any, run_id: str, name: str) -> dict[str, Any]:
+    """One card more than the quota allows, each card the smallest share."""
+    return pod_body(
+        name,
+        run_id,
+        limits=gpu_limits(quota.gpus + 1, memory_mib=CARD_POD_MEMORY_MIB, cores=CARD_POD_CORES),
+    )
+
+
+def memory_over_quota_pod(quota: Any, run_id: str, name: str) -> dict[str, Any]:
+    """One card with one MiB more than the namespace's HAMi memory quota."""
+    return pod_body(
+        name, run_id, limits=gpu_limits(1, memory_mib=quota.gpu_memory_mib + 1, cores=1)
+    )
+
+
+def card_pod_fits_hamis_quota(quota: Any, used_memory_mib: float, used_cores: float) -> str | None:
+    """None when HAMi's own quota has room for the cards pod (Memreq x cards and Coresreq x cards,
+    HAMi v2.10.0 pkg/scheduler/webhook.go:145-190, pkg/device/quota.go:62-95), else why not: then
+    HAMi's webhook, not the card quota, would refuse it, and TC-10 cannot judge the card quota."""
+    cards = quota.gpus + 1
+    memory, cores = cards * CARD_POD_MEMORY_MIB, cards * CARD_POD_CORES
+    if used_memory_mib + memory > quota.gpu_memory_mib or used_cores + cores > quota.gpu_cores:
+        return (
+            f"the card-quota scenario cannot run in {quota.namespace}: {cards} cards x "
+            f"{CARD_POD_MEMORY_MIB} MiB / {CARD_POD_CORES} % does not fit HAMi's quota besides "
+            f"what is in use ({used_memory_mib:g} of {quota.gpu_memory_mib} MiB, {used_cores:g} "
+            f"of {quota.gpu_cores} %): free some, or raise gpuMemoryMiB/gpuCores"
+        )
+    return None
 
 
 def quota_hard(cluster: Cluster, namespace: str) -> dict[str, dict[str, int]]:
@@ -141,34 +177,31 @@ def test_gpu_quotas_enforced(live: LiveStack, evidence: Evidence) -> None:
             memory_pod = f"quota-mem-{suffix}"
             over = quota.gpus + 1
             memory_over = quota.gpu_memory_mib + 1
+            in_use = {
+                r: (hami or {}).get((namespace, r), HamiQuota(namespace, r, 0.0, None)).used
+                for r in (NVIDIA_GPUMEM, NVIDIA_GPUCORES)
+            }
+            cannot_run = card_pod_fits_hamis_quota(
+                quota, in_use[NVIDIA_GPUMEM], in_use[NVIDIA_GPUCORES]
+            )
             try:
-                status, message = refusal(
-                    cluster,
-                    namespace,
-                    pod_body(
-                        cards_pod,
-                        live.run_id,
-                        limits=gpu_limits(
-                            over, memory_mib=CARD_POD_MEMORY_MIB, cores=CARD_POD_CORES
-                        ),
-                    ),
-                )
-                cards = judge_card_quota_refusal(
-                    status, message, resource=CARD_QUOTA, requested=over, limit=quota.gpus
-                )
-                verdict.problems.extend(f"{where}: {p}" for p in cards.problems)
                 row["cardsOverQuota"] = {
-                    "request": f"{over} cards x {CARD_POD_MEMORY_MIB} MiB / {CARD_POD_CORES} %",
-                    **cards.facts,
+                    "request": f"{over} cards x {CARD_POD_MEMORY_MIB} MiB / {CARD_POD_CORES} %"
                 }
+                if cannot_run is not None:
+                    verdict.problems.append(f"{tenant.name}: {cannot_run}")
+                    row["cardsOverQuota"]["message"] = cannot_run
+                else:
+                    status, message = refusal(
+                        cluster, namespace, cards_over_quota_pod(quota, live.run_id, cards_pod)
+                    )
+                    cards = judge_card_quota_refusal(
+                        status, message, resource=CARD_QUOTA, requested=over, limit=quota.gpus
+                    )
+                    verdict.problems.extend(f"{where}: {p}" for p in cards.problems)
+                    row["cardsOverQuota"].update(cards.facts)
                 status, message = refusal(
-                    cluster,
-                    namespace,
-                    pod_body(
-                        memory_pod,
-                        live.run_id,
-                        limits=gpu_limits(1, memory_mib=memory_over, cores=1),
-                    ),
+                    cluster, namespace, memory_over_quota_pod(quota, live.run_id, memory_pod)
                 )
                 memory = judge_hami_quota_denial(
                     status, message, what=f"a pod asking {memory_over} MiB"

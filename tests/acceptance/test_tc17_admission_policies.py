@@ -2,16 +2,19 @@
 
 For every tenant whose ``admission.mode`` is ``Deny`` (the default), through the tenant's own API
 server and with a **tenant user's** credentials (a ServiceAccount bound to the built-in ``edit``
-ClusterRole in a fresh namespace, its token from the TokenRequest API; never the admin's):
+ClusterRole in a fresh namespace, its token from the TokenRequest API; never the admin's: the
+client keeps none of the admin's credentials or token hooks, and is used only once a
+SelfSubjectAccessReview says the binding has reached the authorizer):
 
-* one bad pod per rule of ``policies/gpu_platform_policies/admission_rules.json`` (the first bad
-  case of the offline table, ``tests/policies/test_admission_agreement.py``; the tenant ceilings
-  only where the tenant sets them) is refused, and the refusal names the rule and carries its
-  message — except ``hami-device-access`` (privileged) and ``hami-node-name``, which HAMi's own
-  mutating webhook may refuse first ("container ... is privileged", "pod has node assigned":
-  HAMi v2.10.0 pkg/scheduler/webhook.go:99-101, 107-111): mutating webhooks run before
-  validating policies; and ``hami-no-bare-card`` / ``hami-card-count``, whose pods HAMi's webhook
-  rewrites into allowed ones (``HAMI_REWRITES``): either refused or admitted as rewritten;
+* one bad pod per rule of ``policies/gpu_platform_policies/admission_rules.json``, from the
+  offline table (``tests/policies/test_admission_agreement.py``; the tenant ceilings only where
+  the tenant sets them), chosen so that the rule is the first one the pod breaks *after* HAMi's
+  mutating webhook (mutating webhooks run before validating policies, and the API server names
+  only the first failed validation). What the tenant must answer comes from the offline model
+  (``tests.acceptance.admission_model``): the rule's id and message (its computed message for a
+  rule with a ``messageExpression``), or, where HAMi's webhook refuses or rewrites every case of
+  the rule first (``hami-node-name``, ``hami-no-bare-card``, ``hami-card-count``), HAMi's own
+  answer;
 * one good GPU pod is admitted (with a node selector no node has, so it never takes a card).
 
 Bad pods are sent as dry runs (admission runs, nothing is stored); the good one is created and
@@ -21,6 +24,7 @@ removed with its namespace. Skipped when no stack is deployed, as every live tes
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 import kubernetes.client as k8s
@@ -28,6 +32,9 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from components.admission_policies import rule_definitions
+from components.config import PlatformConfig, Tenant
+from components.tenant_values import webhook_excluded_namespaces
+from tests.acceptance.admission_model import expected_answer, refusal_problem
 from tests.acceptance.kube import (
     REQUEST_TIMEOUT,
     Cluster,
@@ -36,6 +43,7 @@ from tests.acceptance.kube import (
     create_namespace,
     create_pod,
     describe_error,
+    poll_until,
 )
 from tests.acceptance.live import LiveStack
 from tests.acceptance.report import Evidence
@@ -46,25 +54,47 @@ from tests.acceptance.workloads import (
     random_suffix,
 )
 from tests.policies.test_admission_agreement import CASES, Case
+from tests.policies.vap_eval import TenantAnswer
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(600)]
 
-# Rules HAMi's mutating webhook refuses before any validating policy runs, and what it says.
-HAMI_FIRST = {
-    "hami-device-access": "is privileged",
-    "hami-node-name": "pod has node assigned",
-}
-# Rules whose bad case HAMi's mutating webhook rewrites into a pod the rules allow (so, with the
-# webhook up, the pod is admitted as rewritten; the policy refuses it only when the webhook did
-# not run): a bare card becomes exclusive (gpucores: 100, HAMi v2.10.0
-# pkg/device/nvidia/device.go:417-450) and gpumem/gpucores without a card count get
-# nvidia.com/gpu: 1 (device.go:398-415, defaultGPUNum 1 in the chart's device config).
-HAMI_REWRITES = {"hami-no-bare-card", "hami-card-count"}
 USER = "acceptance-tenant-user"
+# The RBAC authorizer reads an informer cache: a new RoleBinding takes effect after a moment,
+# on each API server replica on its own.
+RBAC_WAIT_SECONDS = 30.0
+
+
+def user_client(admin: Cluster, token: str) -> Cluster:
+    """A client on the admin's API server with ``token`` and nothing else of the admin's: no
+    client certificate, no ``api_key_prefix`` and no ``refresh_api_key_hook`` (which the
+    kubeconfig loader installs for token and exec credentials, and which would write the admin's
+    token back on every request)."""
+    configuration = copy.copy(admin.api.configuration)
+    configuration.api_key = {"authorization": f"Bearer {token}"}
+    configuration.api_key_prefix = {}
+    configuration.refresh_api_key_hook = None
+    configuration.cert_file = None
+    configuration.key_file = None
+    configuration.username = ""
+    configuration.password = ""
+    return Cluster(name=f"{admin.name} ({USER})", api=k8s.ApiClient(configuration))
+
+
+def may_create_pods(user: Cluster, namespace: str) -> bool:
+    review = k8s.AuthorizationV1Api(user.api).create_self_subject_access_review(
+        {
+            "spec": {
+                "resourceAttributes": {"namespace": namespace, "verb": "create", "resource": "pods"}
+            }
+        },
+        _request_timeout=REQUEST_TIMEOUT,
+    )
+    return bool(review.status and review.status.allowed)
 
 
 def _tenant_user(admin: Cluster, namespace: str) -> Cluster:
-    """A client with a namespace-scoped ``edit`` ServiceAccount token on the same API server."""
+    """A client with a namespace-scoped ``edit`` ServiceAccount token on the same API server,
+    returned once the API server lets it create pods."""
     core = admin.core
     core.create_namespaced_service_account(
         namespace, {"metadata": {"name": USER}}, _request_timeout=REQUEST_TIMEOUT
@@ -85,54 +115,102 @@ def _tenant_user(admin: Cluster, namespace: str) -> Cluster:
     token = core.create_namespaced_service_account_token(
         USER, namespace, {"spec": {"expirationSeconds": 600}}, _request_timeout=REQUEST_TIMEOUT
     ).status.token
-    configuration = copy.copy(admin.api.configuration)
-    configuration.api_key = {"authorization": f"Bearer {token}"}
-    configuration.cert_file = None
-    configuration.key_file = None
-    return Cluster(name=f"{admin.name} ({USER})", api=k8s.ApiClient(configuration))
-
-
-def _bad_cases(tenant: Any) -> dict[str, Case]:
-    chosen: dict[str, Case] = {}
-    settings = tenant.admission
-    for case in CASES:
-        for rule in sorted(case.expected):
-            if rule in chosen:
-                continue
-            if rule == "tenant-max-gpumem" and settings.max_gpu_memory_mib is None:
-                continue
-            if rule == "tenant-whole-cards" and settings.whole_cards:
-                continue
-            chosen[rule] = case
-    if settings.max_gpu_memory_mib is not None:
-        over = settings.max_gpu_memory_mib + 1
-        chosen["tenant-max-gpumem"] = Case(
-            "over-this-tenants-ceiling",
-            {
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "busybox:1.37.0",
-                        "resources": {
-                            "limits": {
-                                "nvidia.com/gpu": "1",
-                                "nvidia.com/gpumem": str(over),
-                                "nvidia.com/gpucores": "10",
-                            }
-                        },
-                    }
-                ]
-            },
-            frozenset({"tenant-max-gpumem"}),
+    user = user_client(admin, token)
+    if (
+        poll_until(
+            lambda: True if may_create_pods(user, namespace) else None,
+            timeout=RBAC_WAIT_SECONDS,
+            interval=1.0,
         )
-    return chosen
+        is None
+    ):
+        pytest.fail(
+            f"{admin.name}: the edit RoleBinding in {namespace} did not take effect within "
+            f"{RBAC_WAIT_SECONDS:.0f} s (SelfSubjectAccessReview: may not create pods)",
+            pytrace=False,
+        )
+    return user
 
 
-def _pod(case: Case, run_id: str) -> dict[str, Any]:
+def tc17_pod(case: Case, run_id: str) -> dict[str, Any]:
+    """The pod TC-17 sends for one case of the offline table."""
     body = pod_body(f"tc17-{random_suffix(5)}", run_id)
     body["metadata"]["labels"].update(case.pod_labels)
     body["spec"] = {**body["spec"], **copy.deepcopy(case.spec)}
     return body
+
+
+def good_gpu_pod(run_id: str) -> dict[str, Any]:
+    return pod_body(
+        f"tc17-good-{random_suffix(5)}",
+        run_id,
+        limits={"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1024", "nvidia.com/gpucores": "10"},
+        node_selector=UNSCHEDULABLE_SELECTOR,
+    )
+
+
+def ceiling_case(ceiling: int) -> Case:
+    over = ceiling + 1
+    limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(over), "nvidia.com/gpucores": "10"}
+    return Case(
+        "over-this-tenants-ceiling",
+        {
+            "containers": [
+                {"name": "main", "image": "busybox:1.37.0", "resources": {"limits": limits}}
+            ]
+        },
+        frozenset({"tenant-max-gpumem"}),
+    )
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One bad case TC-17 sends for a rule, where, and what the tenant must answer."""
+
+    rule: str
+    case: Case
+    labelled_namespace: bool
+    expected: TenantAnswer
+
+
+def plan_cases(platform: PlatformConfig, tenant: Tenant, run_id: str) -> list[Planned]:
+    """Per rule, the first case of the table that the tenant's policy refuses naming that rule
+    first, after HAMi's webhook and under the tenant's own settings; for a rule no case reaches
+    that way (HAMi's webhook refuses or rewrites its cases first: the table's ``hami`` column),
+    its first such case with HAMi's own answer."""
+    cases = list(CASES)
+    if tenant.admission.max_gpu_memory_mib is not None:
+        cases.append(ceiling_case(tenant.admission.max_gpu_memory_mib))
+    chosen: dict[str, Planned] = {}
+    by_hami: dict[str, Planned] = {}
+    for case in cases:
+        if case.namespace in webhook_excluded_namespaces():
+            continue  # a case about a namespace the policy never judges
+        labelled = bool(case.namespace_labels)
+        answer = expected_answer(
+            platform,
+            tenant,
+            tc17_pod(case, run_id),
+            "tc17-labelled" if labelled else "tc17",
+            namespace_labels=case.namespace_labels,
+        )
+        if answer.refused_by == "policy":
+            rule = answer.rule_ids[0]
+            chosen.setdefault(rule, Planned(rule, case, labelled, answer))
+        elif case.hami:
+            for rule in sorted(case.expected):
+                by_hami.setdefault(rule, Planned(rule, case, labelled, answer))
+    return [chosen.get(rule) or by_hami[rule] for rule in sorted({*chosen, *by_hami})]
+
+
+def rules_to_show(tenant: Tenant) -> set[str]:
+    """Every rule, but the tenant's ceilings where it sets none."""
+    rules = {rule["id"] for rule in rule_definitions().rules}
+    if tenant.admission.max_gpu_memory_mib is None:
+        rules.discard("tenant-max-gpumem")
+    if tenant.admission.whole_cards:
+        rules.discard("tenant-whole-cards")
+    return rules
 
 
 def _refusal(cluster: Cluster, namespace: str, body: dict[str, Any]) -> str | None:
@@ -151,7 +229,6 @@ def test_tenant_api_servers_refuse_bad_gpu_pods(live: LiveStack, evidence: Evide
     tenants = [t for t in live.platform.tenants if t.admission.mode == "Deny"]
     if not tenants:
         pytest.skip("no tenant runs its admission rules in Deny mode (tenants[].admission.mode)")
-    messages = {rule["id"]: rule["message"] for rule in rule_definitions().rules}
     problems: list[str] = []
     seen: dict[str, Any] = {}
     for tenant in tenants:
@@ -159,6 +236,10 @@ def test_tenant_api_servers_refuse_bad_gpu_pods(live: LiveStack, evidence: Evide
         namespaces: list[str] = []
         row: dict[str, Any] = {}
         seen[tenant.name] = row
+        planned = plan_cases(live.platform, tenant, live.run_id)
+        missing = rules_to_show(tenant) - {p.rule for p in planned}
+        if missing:
+            problems.append(f"{tenant.name}: no case for {sorted(missing)}")
         try:
             namespace = create_namespace(admin, live.run_id)
             namespaces.append(namespace)
@@ -170,33 +251,18 @@ def test_tenant_api_servers_refuse_bad_gpu_pods(live: LiveStack, evidence: Evide
                 _request_timeout=REQUEST_TIMEOUT,
             )
             user = _tenant_user(admin, namespace)
-            _tenant_user(admin, labelled)
-            for rule, case in sorted(_bad_cases(tenant).items()):
-                where = labelled if case.namespace_labels else namespace
-                message = _refusal(user, where, _pod(case, live.run_id))
-                row[rule] = message or "ADMITTED"
-                if message is None and rule in HAMI_REWRITES:
-                    row[rule] = "admitted as rewritten by HAMi's webhook"
-                elif message is None:
-                    problems.append(f"{tenant.name}: {case.name} ({rule}) was admitted")
-                elif not (rule in message and messages[rule] in message) and not (
-                    rule in HAMI_FIRST and HAMI_FIRST[rule] in message
-                ):
-                    problems.append(
-                        f"{tenant.name}: {case.name} refused without {rule}'s message: {message}"
-                    )
-            good = pod_body(
-                f"tc17-good-{random_suffix(5)}",
-                live.run_id,
-                limits={
-                    "nvidia.com/gpu": "1",
-                    "nvidia.com/gpumem": "1024",
-                    "nvidia.com/gpucores": "10",
-                },
-                node_selector=UNSCHEDULABLE_SELECTOR,
-            )
+            labelled_user = _tenant_user(admin, labelled)
+            for item in planned:
+                where, client = (
+                    (labelled, labelled_user) if item.labelled_namespace else (namespace, user)
+                )
+                message = _refusal(client, where, tc17_pod(item.case, live.run_id))
+                row[item.rule] = message or "ADMITTED"
+                problem = refusal_problem(item.expected, message)
+                if problem is not None:
+                    problems.append(f"{tenant.name}: {item.case.name} ({item.rule}): {problem}")
             try:
-                create_pod(user, namespace, good)
+                create_pod(user, namespace, good_gpu_pod(live.run_id))
                 row["good"] = "admitted"
             except ApiException as exc:
                 row["good"] = api_message(exc)

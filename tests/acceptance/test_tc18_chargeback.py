@@ -4,13 +4,18 @@ by the central Prometheus from the tenant's agent) equal what HAMi granted the t
 by their ``hami.io/vgpu-devices-allocated`` annotations, within ``SCRAPE_DELAY_SECONDS``.
 
 Runs after the sharing tests (file order) and counts whatever holds a share then: the declared
-workloads (the lab's ``inference-sample``) and any test pod still running. Skips where the stack
-runs no metrics (``metrics.enabled: false``) or is not deployed.
+workloads (the lab's ``inference-sample``) and any test pod still running. A tenant that holds
+nothing then gets one known share for the test (``chargeback_share_pod``, removed afterwards):
+a tenant with no grant and no series would otherwise pass on 0 = 0, also when its agent never
+remote-writes. Skips where the stack runs no metrics (``metrics.enabled: false``) or is not
+deployed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from typing import Any
 
 import pytest
 
@@ -23,11 +28,23 @@ from tests.acceptance.chargeback import (
     series_value,
 )
 from tests.acceptance.hami_evidence import HAMI_DEVICES_ALLOCATED
-from tests.acceptance.kube import REQUEST_TIMEOUT, meta, retrying
+from tests.acceptance.kube import (
+    API_ERRORS,
+    BIND_TIMEOUT,
+    REQUEST_TIMEOUT,
+    create_pod,
+    describe_error,
+    meta,
+    poll_until,
+    read_pod,
+    retrying,
+    scratch_namespace,
+)
 from tests.acceptance.live import LiveStack
 from tests.acceptance.report import Evidence
+from tests.acceptance.workloads import gpu_limits, pod_body
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(SCRAPE_DELAY_SECONDS * 2 + 120)]
+pytestmark = [pytest.mark.live, pytest.mark.timeout(SCRAPE_DELAY_SECONDS * 2 + 300)]
 
 
 def tenant_allocations(live: LiveStack, tenant: str) -> list[str]:
@@ -45,13 +62,59 @@ def tenant_allocations(live: LiveStack, tenant: str) -> list[str]:
     ]
 
 
+# The known share held in a tenant that holds none: small enough to fit any card.
+SHARE_MEMORY_MIB = 1024
+SHARE_CORES = 5
+
+
+def chargeback_share_pod(run_id: str) -> dict[str, Any]:
+    return pod_body(
+        "chargeback-share",
+        run_id,
+        limits=gpu_limits(1, memory_mib=SHARE_MEMORY_MIB, cores=SHARE_CORES),
+    )
+
+
+def hold_a_share(live: LiveStack, stack: contextlib.ExitStack, tenant: str) -> str | None:
+    """A share pod in a scratch namespace of ``tenant`` (removed with the namespace when the
+    test ends), waited for until HAMi has allocated it; None once held, else why not."""
+    cluster = live.tenant(tenant)
+    namespace = stack.enter_context(scratch_namespace(cluster, live.run_id))
+    body = chargeback_share_pod(live.run_id)
+    try:
+        create_pod(cluster, namespace, body)
+    except API_ERRORS as exc:
+        return f"{tenant}: could not create its share pod: {describe_error(exc)}"
+
+    def allocated() -> Any:
+        pod = read_pod(cluster, namespace, body["metadata"]["name"])
+        return pod if (meta(pod).annotations or {}).get(HAMI_DEVICES_ALLOCATED) else None
+
+    if poll_until(allocated, timeout=BIND_TIMEOUT) is None:
+        return f"{tenant}: its share pod was not allocated within {BIND_TIMEOUT:.0f} s"
+    return None
+
+
 @pytest.mark.tc("TC-18")
 def test_per_tenant_allocation_series_match_hamis_grants(
     live: LiveStack, evidence: Evidence
 ) -> None:
     if not live.platform.metrics.enabled:
         pytest.skip("metrics.enabled is false in the stack file")
+    with contextlib.ExitStack() as held:
+        _judge(live, evidence, held)
+
+
+def _judge(live: LiveStack, evidence: Evidence, held: contextlib.ExitStack) -> None:
     management = live.management_cluster()
+    holding = []
+    for tenant in live.platform.tenants:
+        if granted(tenant_allocations(live, tenant.name)) == (0, 0):
+            problem = hold_a_share(live, held, tenant.name)
+            if problem is not None:
+                pytest.fail(problem, pytrace=False)
+            holding.append(tenant.name)
+    evidence.record("knownShareHeldIn", holding)
     deadline = time.monotonic() + SCRAPE_DELAY_SECONDS
     while True:
         problems, seen = [], {}

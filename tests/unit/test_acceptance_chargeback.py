@@ -22,8 +22,16 @@ def test_matching_series_pass_and_a_missing_share_fails() -> None:
     assert not judge_allocation("tenant-a", 60000, 90, 60000 / 1024, 0.6).ok
 
 
-def test_a_tenant_without_a_sample_holds_nothing() -> None:
+def test_a_tenant_without_a_series_or_a_grant_is_never_judged_zero_equals_zero() -> None:
+    # A missing series is not 0: the rules emit nothing for a tenant holding nothing, and
+    # nothing either for a tenant whose agent never remote-writes (the review's vacuous pass).
     response = {"data": {"result": [{"metric": {"tenant": "tenant-b"}, "value": [0, "2.5"]}]}}
     assert series_value(response, "tenant-b") == 2.5
-    assert series_value(response, "tenant-a") == 0.0
-    assert judge_allocation("tenant-a", 0, 0, 0.0, 0.0).ok
+    assert series_value(response, "tenant-a") is None
+    nothing = judge_allocation("tenant-a", 0, 0, None, None)
+    assert not nothing.ok
+    assert "holds no GPU share" in nothing.explain()
+    assert not judge_allocation("tenant-a", 0, 0, 0.0, 0.0).ok
+    silent = judge_allocation("tenant-a", 1024, 5, None, None)
+    assert not silent.ok
+    assert "no tenant:gpu_memory_allocated_gib:sum or" in silent.explain()

@@ -110,7 +110,7 @@ def env_record(variables: dict[str, str]) -> dict[str, Any]:
 
 def compute_log(spec: dict[str, Any], start: float) -> str:
     """The probe's lines for a compute run given as segments of one-second windows."""
-    device = {**PROBE["device"], **({"uuid": spec["uuid"]} if "uuid" in spec else {})}
+    device = {**PROBE["device"], **{k: spec[k] for k in ("uuid", "sms") if k in spec}}
     lines = [json.dumps(env_record(spec["env"])), json.dumps(device), *spec.get("hami_core", [])]
     t = float(spec.get("start", start))
     total = 0
@@ -170,6 +170,27 @@ def test_compute_share_is_judged_by_direction_and_reports_the_distance() -> None
     assert verdict.facts["distanceFromShare"] == case["expect_distance"]
     assert verdict.facts["ratioAtMost"] == 0.85
     assert "limiter ran (2 watcher lines" in verdict.facts["hamiCoreCause"]
+
+
+def test_a_large_card_the_limiter_ran_on_is_reported_not_failed() -> None:
+    """HAMi-core's limiter is known not to throttle on cards of 100 SMs or more (HAMi-core #274,
+    #314; fix #317 not in HAMi v2.10.0's HAMi-core): the same 90 % run on the sample's 108-SM
+    A100 is a known upstream limit, reported with the ratio, where an 80-SM card fails."""
+    case = next(c for c in COMPUTE["fail"] if c["name"].startswith("not limited enough"))
+    large = {**case, "sms": 108}
+    verdict = gj.judge_compute_share(
+        compute_run("limited", large, COMPUTE["start"]), UNRESTRICTED, cores=COMPUTE["cores"]
+    )
+    assert verdict.ok, verdict.explain()
+    assert "108-SM card" in verdict.facts["knownUpstreamLimit"]
+    assert "ran at 90%" in verdict.facts["knownUpstreamLimit"]
+    # ...but not where the limiter never ran: that is the platform's fault, even on a large card.
+    no_pid = {**COMPUTE["fail"][0], "sms": 132}
+    failed = gj.judge_compute_share(
+        compute_run("limited", no_pid, COMPUTE["start"]), UNRESTRICTED, cores=COMPUTE["cores"]
+    )
+    assert not failed.ok
+    assert "knownUpstreamLimit" not in failed.facts
 
 
 @pytest.mark.parametrize("case", COMPUTE["fail"], ids=name_of)

@@ -1,0 +1,106 @@
+"""What a tenant's API server answers a pod the suite sends, offline: HAMi v2.10.0's mutating
+webhook first, then the tenant's ValidatingAdmissionPolicy as the program renders it.
+
+TC-17 picks its cases and judges the live answers with it, and
+``tests/policies/test_acceptance_pods_through_admission.py`` sends every pod the suite creates
+through it. The models are ``tests.policies.vap_eval``'s (``hami_webhook``, ``evaluate_policy``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from components.admission_policies import (
+    admission_binding,
+    admission_params,
+    admission_policy,
+    rule_definitions,
+)
+from components.config import PlatformConfig, Tenant
+from components.tenant_specs import tenant_labels
+from components.tenant_values import NVIDIA_RUNTIME_CLASS, webhook_excluded_namespaces
+from tests.acceptance.stack import uses_mock
+from tests.policies.vap_eval import WEBHOOK, TenantAnswer, tenant_answer
+
+
+@dataclass(frozen=True)
+class HamiOptions:
+    """What the tenant's HAMi chart is given (components.tenant_values.hami_values): with a
+    real device plugin, ``overwriteEnv`` and the ``nvidia`` RuntimeClass; with the mock, neither."""
+
+    overwrite_env: bool
+    runtime_class: str | None
+
+
+def hami_options(platform: PlatformConfig, tenant: Tenant) -> HamiOptions:
+    real = any(not uses_mock(platform, pool) for pool in tenant.worker_pools)
+    return HamiOptions(True, NVIDIA_RUNTIME_CLASS) if real else HamiOptions(False, None)
+
+
+def expected_answer(
+    platform: PlatformConfig,
+    tenant: Tenant,
+    pod: Mapping[str, Any],
+    namespace: str,
+    *,
+    namespace_labels: Mapping[str, str] | None = None,
+    excluded_namespaces: Sequence[str] | None = None,
+    quota_left: Mapping[str, int] | None = None,
+) -> TenantAnswer:
+    """The tenant's answer to ``pod`` created in ``namespace``."""
+    rules = rule_definitions()
+    labels = tenant_labels(tenant.name)
+    excluded = list(excluded_namespaces or webhook_excluded_namespaces())
+    options = hami_options(platform, tenant)
+    body = {**pod, "metadata": {**pod["metadata"], "namespace": namespace}}
+    return tenant_answer(
+        admission_policy(rules, labels),
+        admission_binding(rules, tenant.admission.mode, excluded, labels),
+        [admission_params(rules, tenant.admission, labels)],
+        body,
+        {"metadata": {"name": namespace, "labels": dict(namespace_labels or {})}},
+        overwrite_env=options.overwrite_env,
+        runtime_class=options.runtime_class,
+        excluded_namespaces=excluded,
+        quota_left=quota_left,
+    )
+
+
+def refusal_problem(expected: TenantAnswer, message: str | None) -> str | None:
+    """TC-17's judge: None when the live answer ``message`` (None: admitted) is the expected
+    one, else what is wrong.
+
+    * refused by the policy: the API server names only the first failed validation, as
+      ``denied request: <id>: <message>`` (k8s.io/apiserver v0.35.7 validating/dispatcher.go
+      :289-306). A rule with a ``messageExpression`` is matched by its ``"<id>: "`` prefix and the
+      computed text (the static ``message`` is then not what the server says), any other rule by
+      its prefix and its static message;
+    * refused by HAMi's webhook: its own text (``admission webhook "vgpu.hami.io" denied the
+      request: ...``), which names no rule;
+    * admitted: HAMi rewrote the pod into one the rules allow."""
+    if expected.admitted:
+        return (
+            None
+            if message is None
+            else f"refused, expected admitted as HAMi rewrites it: {message}"
+        )
+    if message is None:
+        return "admitted"
+    if expected.refused_by == "hami":
+        hami_text = expected.message.removeprefix(f"{WEBHOOK}: ")
+        if WEBHOOK in message and hami_text in message:
+            return None
+        return f"expected HAMi's webhook to refuse it ({hami_text}), got: {message}"
+    first = expected.rule_ids[0]
+    computed = expected.message.split("denied request: ", 1)[1]
+    definition = {r["id"]: r for r in rule_definitions().rules}[first]
+    if f"denied request: {first}: " not in message:
+        return f"refused without {first}'s id (the first rule it breaks): {message}"
+    if definition.get("messageExpression"):
+        if computed not in message:
+            return f"refused by {first}, but not with its computed message ({computed}): {message}"
+    elif definition["message"] not in message:
+        return f"refused by {first}, but without its message: {message}"
+    return None
