@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "ae1af8345faddecd1cd626188de6be59b8ed337e"
+BASELINE = "cf72d9fa43c147a345015e9d6c3814583a96b6f9"
 
 
 def _has_commit(commit: str) -> bool:
