@@ -130,6 +130,16 @@ def test_webhook_unreachable_without_konnectivity(live: LiveStack, evidence: Evi
     status, message = None, ""
     recovered = None
     with scratch_namespace(cluster, live.run_id) as namespace:
+        # A run killed between create and finally (SIGKILL) leaves the tunnel cut: remove a
+        # leftover policy first, so this run neither fails on 409 nor keeps the cut.
+        try:
+            networking.delete_namespaced_network_policy(
+                CUT_POLICY, SYSTEM_NAMESPACE, _request_timeout=REQUEST_TIMEOUT
+            )
+            restart_agents(cluster)
+        except k8s.ApiException as exc:
+            if exc.status != 404:
+                raise
         networking.create_namespaced_network_policy(
             SYSTEM_NAMESPACE,
             cast(Any, deny_egress_policy(live.run_id, SYSTEM_NAMESPACE, KONNECTIVITY_SELECTOR)),
