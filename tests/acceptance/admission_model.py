@@ -1,5 +1,6 @@
-"""What a tenant's API server answers a pod the suite sends, offline: HAMi v2.10.0's mutating
-webhook first, then the tenant's ValidatingAdmissionPolicy as the program renders it.
+"""What a tenant's API server answers a pod the suite sends, offline: the built-in RuntimeClass
+plugin, HAMi v2.10.0's mutating webhook, then the tenant's ValidatingAdmissionPolicy as the
+program renders it (ResourceQuota runs after all of them and is not modelled).
 
 TC-17 picks its cases and judges the live answers with it, and
 ``tests/policies/test_acceptance_pods_through_admission.py`` sends every pod the suite creates
@@ -39,6 +40,16 @@ def hami_options(platform: PlatformConfig, tenant: Tenant) -> HamiOptions:
     return HamiOptions(True, NVIDIA_RUNTIME_CLASS) if real else HamiOptions(False, None)
 
 
+def runtime_classes(platform: PlatformConfig, tenant: Tenant) -> frozenset[str]:
+    """The RuntimeClasses a tenant has, which the API server's RuntimeClass plugin checks every
+    pod's ``runtimeClassName`` against: the GPU Operator's ``nvidia`` where a pool has real
+    cards (``operator.runtimeClass``, components/prod/tenant_values.py); none with the mock
+    (kind creates none, the program none, and HAMi's chart only with ``createRuntimeClass``,
+    default false: Project-HAMi/HAMi v2.10.0 charts/hami/values.yaml:384-387)."""
+    options = hami_options(platform, tenant)
+    return frozenset({options.runtime_class}) if options.runtime_class else frozenset()
+
+
 def expected_answer(
     platform: PlatformConfig,
     tenant: Tenant,
@@ -63,6 +74,7 @@ def expected_answer(
         {"metadata": {"name": namespace, "labels": dict(namespace_labels or {})}},
         overwrite_env=options.overwrite_env,
         runtime_class=options.runtime_class,
+        runtime_classes=runtime_classes(platform, tenant),
         excluded_namespaces=excluded,
         quota_left=quota_left,
     )
@@ -77,6 +89,8 @@ def refusal_problem(expected: TenantAnswer, message: str | None) -> str | None:
       :289-306). A rule with a ``messageExpression`` is matched by its ``"<id>: "`` prefix and the
       computed text (the static ``message`` is then not what the server says), any other rule by
       its prefix and its static message;
+    * refused by the built-in RuntimeClass plugin (a class the tenant does not have): its own
+      text, ``pod rejected: RuntimeClass "<name>" not found``, which names no rule;
     * refused by HAMi's webhook: its own text (``admission webhook "vgpu.hami.io" denied the
       request: ...``), which names no rule;
     * admitted: HAMi rewrote the pod into one the rules allow."""
@@ -88,6 +102,10 @@ def refusal_problem(expected: TenantAnswer, message: str | None) -> str | None:
         )
     if message is None:
         return "admitted"
+    if expected.refused_by == "runtimeclass":
+        if "pod rejected: RuntimeClass" in message and "not found" in message:
+            return None
+        return f"expected the RuntimeClass plugin to refuse it ({expected.message}), got: {message}"
     if expected.refused_by == "hami":
         hami_text = expected.message.removeprefix(f"{WEBHOOK}: ")
         if WEBHOOK in message and hami_text in message:

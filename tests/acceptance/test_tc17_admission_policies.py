@@ -14,7 +14,8 @@ SelfSubjectAccessReview says the binding has reached the authorizer):
   (``tests.acceptance.admission_model``): the rule's id and message (its computed message for a
   rule with a ``messageExpression``), or, where HAMi's webhook refuses or rewrites every case of
   the rule first (``hami-node-name``, ``hami-no-bare-card``, ``hami-card-count``), HAMi's own
-  answer;
+  answer; and for ``nvidia-runtime-class`` where the tenant has no ``nvidia`` RuntimeClass (the
+  lab), the API server's RuntimeClass plugin refuses the pod before any webhook or policy;
 * one good GPU pod is admitted (with a node selector no node has, so it never takes a card).
 
 Bad pods are sent as dry runs (admission runs, nothing is stored); the good one is created and
@@ -24,6 +25,7 @@ removed with its namespace. Skipped when no stack is deployed, as every live tes
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,13 +178,15 @@ class Planned:
 def plan_cases(platform: PlatformConfig, tenant: Tenant, run_id: str) -> list[Planned]:
     """Per rule, the first case of the table that the tenant's policy refuses naming that rule
     first, after HAMi's webhook and under the tenant's own settings; for a rule no case reaches
-    that way (HAMi's webhook refuses or rewrites its cases first: the table's ``hami`` column),
-    its first such case with HAMi's own answer."""
+    that way, its first case with the answer that comes first: HAMi's webhook refuses or
+    rewrites its cases (the table's ``hami`` column), or, for ``nvidia-runtime-class`` in a
+    tenant without that RuntimeClass (the lab's mock pools), the API server's RuntimeClass
+    plugin refuses them before any webhook or policy."""
     cases = list(CASES)
     if tenant.admission.max_gpu_memory_mib is not None:
         cases.append(ceiling_case(tenant.admission.max_gpu_memory_mib))
     chosen: dict[str, Planned] = {}
-    by_hami: dict[str, Planned] = {}
+    by_other: dict[str, Planned] = {}
     for case in cases:
         if case.namespace in webhook_excluded_namespaces():
             continue  # a case about a namespace the policy never judges
@@ -197,10 +201,10 @@ def plan_cases(platform: PlatformConfig, tenant: Tenant, run_id: str) -> list[Pl
         if answer.refused_by == "policy":
             rule = answer.rule_ids[0]
             chosen.setdefault(rule, Planned(rule, case, labelled, answer))
-        elif case.hami:
+        elif case.hami or answer.refused_by == "runtimeclass":
             for rule in sorted(case.expected):
-                by_hami.setdefault(rule, Planned(rule, case, labelled, answer))
-    return [chosen.get(rule) or by_hami[rule] for rule in sorted({*chosen, *by_hami})]
+                by_other.setdefault(rule, Planned(rule, case, labelled, answer))
+    return [chosen.get(rule) or by_other[rule] for rule in sorted({*chosen, *by_other})]
 
 
 def rules_to_show(tenant: Tenant) -> set[str]:
@@ -213,15 +217,30 @@ def rules_to_show(tenant: Tenant) -> set[str]:
     return rules
 
 
+def not_yet_authorized(status: int | None, message: str) -> bool:
+    """The RBAC authorizer's refusal of the user itself (``User ... cannot create resource
+    "pods"``), not an admission answer: the RoleBinding has not reached the replica that served
+    the request. A SelfSubjectAccessReview that said yes was served by one replica; prod's
+    control planes run three, each with its own informer cache."""
+    return status == 403 and 'cannot create resource "pods"' in message
+
+
 def _refusal(cluster: Cluster, namespace: str, body: dict[str, Any]) -> str | None:
-    """None when admitted (dry run), else the API's message."""
-    try:
-        cluster.core.create_namespaced_pod(
-            namespace, body, dry_run="All", _request_timeout=REQUEST_TIMEOUT
-        )
-    except ApiException as exc:
-        return api_message(exc) or describe_error(exc)
-    return None
+    """None when admitted (dry run), else the API's message; an RBAC refusal of the user is
+    retried until ``RBAC_WAIT_SECONDS`` have passed."""
+    deadline = time.monotonic() + RBAC_WAIT_SECONDS
+    while True:
+        try:
+            cluster.core.create_namespaced_pod(
+                namespace, body, dry_run="All", _request_timeout=REQUEST_TIMEOUT
+            )
+        except ApiException as exc:
+            message = api_message(exc) or describe_error(exc)
+            if not_yet_authorized(exc.status, message) and time.monotonic() < deadline:
+                time.sleep(1.0)
+                continue
+            return message
+        return None
 
 
 @pytest.mark.tc("TC-17")

@@ -373,10 +373,27 @@ def test_tc17s_judge_matches_the_api_servers_words() -> None:
             continue
         assert refusal_problem(expected, expected.message) is None, planned.rule
         assert refusal_problem(expected, None) == "admitted"
-        other = expected.message.replace(
-            f"{expected.rule_ids[0]}: " if expected.rule_ids else "vgpu.hami.io", "x: "
-        )
+        said_by = {"policy": f"{(expected.rule_ids or ('',))[0]}: ", "hami": "vgpu.hami.io"}
+        other = expected.message.replace(said_by.get(expected.refused_by, "RuntimeClass"), "x: ")
+        assert other != expected.message
         assert refusal_problem(expected, other) is not None, planned.rule
+
+
+def test_tc17_expects_the_runtimeclass_plugin_where_the_tenant_has_no_nvidia_class() -> None:
+    """The lab's tenants (mock pools) have no RuntimeClass ``nvidia``: the API server's built-in
+    RuntimeClass plugin refuses TC-17's ``nvidia-runtime-class`` pod before any webhook or policy
+    (kubernetes v1.35.0 plugin/pkg/admission/runtimeclass/admission.go:142-159), so TC-17 must
+    expect that answer there; prod's tenants have the class and the policy's rule answers."""
+    lab = {p.rule: p for p in tc17_plans("lab", "tenant-a")}["nvidia-runtime-class"]
+    assert lab.expected.refused_by == "runtimeclass"
+    live = f'pods "{lab.case.name}" is forbidden: pod rejected: RuntimeClass "nvidia" not found'
+    assert refusal_problem(lab.expected, live) is None
+    policy_words = "ValidatingAdmissionPolicy ... denied request: nvidia-runtime-class: ..."
+    assert refusal_problem(lab.expected, policy_words) is not None
+    prod_tenant = load_platform("prod").tenants[0].name
+    prod = {p.rule: p for p in tc17_plans("prod", prod_tenant)}["nvidia-runtime-class"]
+    assert prod.expected.refused_by == "policy"
+    assert prod.expected.rule_ids[0] == "nvidia-runtime-class"
 
 
 def test_tc17_matches_a_computed_message_by_its_prefix() -> None:
@@ -431,3 +448,20 @@ def test_tc17_user_keeps_nothing_of_the_admins() -> None:
     assert c.key_file is None
     assert c.get_api_key_with_prefix("authorization") == "Bearer user-token"
     assert configuration.api_key == {"authorization": "admin-token"}  # the admin's is untouched
+
+
+def test_tc17_retries_only_the_authorizers_refusal_of_the_user() -> None:
+    """A replica whose RBAC cache lags refuses the user, not the pod: retried; an admission
+    answer never is."""
+    rbac = (
+        'pods "tc17-x" is forbidden: User "system:serviceaccount:acceptance-r0:'
+        'acceptance-tenant-user" cannot create resource "pods" in API group "" in the '
+        'namespace "acceptance-r0"'
+    )
+    assert test_tc17_admission_policies.not_yet_authorized(403, rbac)
+    assert not test_tc17_admission_policies.not_yet_authorized(
+        403, 'pods "tc17-x" is forbidden: pod rejected: RuntimeClass "nvidia" not found'
+    )
+    assert not test_tc17_admission_policies.not_yet_authorized(
+        422, "ValidatingAdmissionPolicy ... denied request: hami-gpucores: ..."
+    )

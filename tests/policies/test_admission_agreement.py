@@ -318,6 +318,27 @@ CASES = [
         bad("hami-core-controls"),
         python=False,
     ),
+    # HAMi-core reads CUDA_TASK_PRIORITY (HAMi v2.10.0 pkg/util/types.go:39); HAMi's webhook
+    # writes it only for a container that asks for nvidia.com/priority (device.go:352-358,
+    # appended after the pod's own env, so its value wins there).
+    Case(
+        "bad-task-priority-by-hand",
+        with_env(gpu(), [{"name": "CUDA_TASK_PRIORITY", "value": "0"}]),
+        bad("hami-core-controls"),
+        python=False,
+    ),
+    Case(
+        "good-task-priority-beside-the-resource",
+        with_env(
+            {**gpu(), "nvidia.com/priority": 1.0}, [{"name": "CUDA_TASK_PRIORITY", "value": "1"}]
+        ),
+    ),
+    Case(
+        "bad-gpu-env-from-prefix-cuda-task",
+        with_env_from(gpu(), {"prefix": "CUDA_TASK_", "configMapRef": {"name": "s"}}),
+        bad("gpu-env-from"),
+        python=False,
+    ),
     Case(
         "good-core-policy-force",
         with_env(gpu(), [{"name": "GPU_CORE_UTILIZATION_POLICY", "value": "force"}]),
@@ -479,6 +500,7 @@ def live_answer(case: Case) -> TenantAnswer:
         namespace_of(case),
         overwrite_env=True,
         runtime_class="nvidia",
+        runtime_classes={"nvidia"},
         excluded_namespaces=EXCLUDED,
     )
 

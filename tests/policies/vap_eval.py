@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -260,7 +260,8 @@ def hami_webhook(
       a privileged container in a GPU pod (webhook.go:99-101), a GPU pod with ``nodeName``
       (:107-111), over the namespace's HAMi quota (``quota_left`` per resource, :114-115 and
       ``fitResourceQuota`` :145-190: Memreq x cards and Coresreq x cards of every container);
-    * otherwise the pod as it writes it (device.go:347-450)."""
+    * otherwise the pod as it writes it (device.go:347-450), ``CUDA_TASK_PRIORITY`` appended to
+      a container that asks for ``nvidia.com/priority`` (:352-358) included."""
     namespace = str(pod.get("metadata", {}).get("namespace", ""))
     labels = pod.get("metadata", {}).get("labels") or {}
     if (
@@ -291,6 +292,11 @@ def hami_webhook(
                     f"container {container['name']}: must be an integer between 0 and 100",
                 )
             limits = container.setdefault("resources", {}).setdefault("limits", {})
+            priority = _value(container, "nvidia.com/priority")
+            if priority is not None:  # device.go:352-358, after the pod's own env
+                container.setdefault("env", []).append(
+                    {"name": "CUDA_TASK_PRIORITY", "value": str(priority)}
+                )
             found = "nvidia.com/gpu" in limits
             if not found and any(k in limits for k in COUNTED):
                 limits["nvidia.com/gpu"] = "1"  # defaultGPUNum: 1
@@ -349,9 +355,11 @@ def hami_mutation(
 
 @dataclass(frozen=True)
 class TenantAnswer:
-    """A tenant API server's answer to a pod CREATE: HAMi's webhook first, then the policy.
+    """A tenant API server's answer to a pod CREATE: the built-in RuntimeClass plugin, HAMi's
+    webhook, then the policy.
 
-    ``refused_by`` is ``""`` (admitted), ``"hami"`` or ``"policy"``; ``message`` is the API
+    ``refused_by`` is ``""`` (admitted), ``"runtimeclass"``, ``"hami"`` or ``"policy"``;
+    ``message`` is the API
     error's text as a client reads it; ``rule_ids`` are the policy's failed validations in the
     policy's order (with ``Warn`` they come back as warnings and the pod is admitted)."""
 
@@ -373,6 +381,23 @@ def forbidden_message(pod_name: str, policy: str, binding: str, message: str) ->
     )
 
 
+def runtime_class_refusal(pod: Mapping[str, Any], runtime_classes: Collection[str]) -> str | None:
+    """The built-in RuntimeClass admission plugin's answer: a pod naming a RuntimeClass the
+    cluster does not have is refused, in its mutating phase, so before any webhook and policy
+    (kubernetes v1.35.0 plugin/pkg/admission/runtimeclass/admission.go:95-103, 142-159: "pod
+    rejected: RuntimeClass %q not found"; it is on by default and ordered before
+    MutatingAdmissionWebhook and ValidatingAdmissionPolicy, pkg/kubeapiserver/options/
+    plugins.go:70-110, 157-185; Kamaji's default --enable-admission-plugins lists it too,
+    clastix/kamaji 26.8.2-edge api/v1alpha1/tenantcontrolplane_types.go:136)."""
+    name = (pod.get("spec") or {}).get("runtimeClassName")
+    if name is None or name in runtime_classes:
+        return None
+    return (
+        f'pods "{pod["metadata"]["name"]}" is forbidden: pod rejected: '
+        f'RuntimeClass "{name}" not found'
+    )
+
+
 def tenant_answer(
     policy: Mapping[str, Any],
     binding: Mapping[str, Any],
@@ -382,11 +407,18 @@ def tenant_answer(
     *,
     overwrite_env: bool,
     runtime_class: str | None,
+    runtime_classes: Collection[str],
     excluded_namespaces: Sequence[str],
     quota_left: Mapping[str, int] | None = None,
 ) -> TenantAnswer:
-    """``pod`` (as sent) through HAMi's webhook (mutating webhooks run before validating
-    policies) and then the tenant's policy, as the tenant's API server would answer it."""
+    """``pod`` (as sent) through the built-in RuntimeClass plugin (``runtime_classes``: the
+    RuntimeClasses the tenant has), HAMi's webhook (mutating webhooks run before validating
+    policies; ``runtime_class``: the class HAMi writes into GPU pods) and then the tenant's
+    policy, as the tenant's API server would answer it. The plugin judges again after the
+    webhooks (its validating phase), so a class HAMi writes must exist too."""
+    refusal = runtime_class_refusal(pod, runtime_classes)
+    if refusal is not None:
+        return TenantAnswer(False, "runtimeclass", refusal, (), False, None)
     admitted_pod = as_admitted(pod)
     labels = namespace["metadata"].get("labels") or {}
     hami = hami_webhook(
@@ -399,6 +431,9 @@ def tenant_answer(
     )
     if hami.pod is None:
         return TenantAnswer(False, "hami", hami.refusal or "", (), True, None)
+    refusal = runtime_class_refusal(hami.pod, runtime_classes)
+    if refusal is not None:
+        return TenantAnswer(False, "runtimeclass", refusal, (), True, hami.pod)
     verdict = evaluate_policy(policy, binding, hami.pod, namespace, config_maps)
     ids = tuple(m.split(":", 1)[0] for m in verdict.messages)
     if verdict.admitted:

@@ -16,7 +16,7 @@ import pytest
 
 from components.admission_policies import rule_definitions
 from components.config import validate_models
-from tests.acceptance.admission_model import hami_options
+from tests.acceptance.admission_model import hami_options, runtime_classes
 from tests.policies.vap_eval import tenant_answer
 from tests.support.harness import load_stack_config
 from tests.support.rendered_stack import PlacedObject, RenderedStack
@@ -98,6 +98,7 @@ def _judge(
                 {"metadata": {"name": namespace, "labels": labels.get(namespace, {})}},
                 overwrite_env=options.overwrite_env,
                 runtime_class=options.runtime_class,
+                runtime_classes=runtime_classes(platform, tenant),
                 excluded_namespaces=excluded,
             )
             judged += namespace not in excluded
