@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "cf72d9fa43c147a345015e9d6c3814583a96b6f9"
+BASELINE = "0051e9066f624ea28ed755e4b7ee43c68520e415"
 
 
 def _has_commit(commit: str) -> bool:
