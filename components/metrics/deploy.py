@@ -70,28 +70,23 @@ def register_central(
         typed_object(f"{name}-metrics-{claim['metadata']['name']}", claim, opts([ns]))
         for claim in storage.claims
     ]
-    config = typed_object(
-        f"{name}-metrics-prometheus-config",
-        objects.prometheus_config(scrape_interval, kamaji_namespace),
-        opts([ns]),
-    )
+    config_map = objects.prometheus_config(scrape_interval, kamaji_namespace)
+    config = typed_object(f"{name}-metrics-prometheus-config", config_map, opts([ns]))
     prometheus = typed_object(
         f"{name}-metrics-prometheus",
-        objects.prometheus_deployment(retention, storage.volume),
+        objects.prometheus_deployment(retention, storage.volume, config_map),
         opts([ns, config, *claims]),
     )
     typed_object(f"{name}-metrics-prometheus-service", objects.prometheus_service(), opts([ns]))
+    provisioning_map = objects.grafana_provisioning()
+    dashboards_map = objects.grafana_dashboards(platform_dashboard())
     provisioning = typed_object(
-        f"{name}-metrics-grafana-provisioning", objects.grafana_provisioning(), opts([ns])
+        f"{name}-metrics-grafana-provisioning", provisioning_map, opts([ns])
     )
-    dashboards = typed_object(
-        f"{name}-metrics-grafana-dashboards",
-        objects.grafana_dashboards(platform_dashboard()),
-        opts([ns]),
-    )
+    dashboards = typed_object(f"{name}-metrics-grafana-dashboards", dashboards_map, opts([ns]))
     grafana = typed_object(
         f"{name}-metrics-grafana",
-        objects.grafana_deployment(),
+        objects.grafana_deployment(provisioning_map, dashboards_map),
         opts([ns, provisioning, dashboards]),
     )
     typed_object(f"{name}-metrics-grafana-service", objects.grafana_service(), opts([ns]))
@@ -144,16 +139,15 @@ def register_tenant(
         on_management(depends_on=list(management_after), additional_secret_outputs=["data"]),
         data=pulumi.Output.secret(token_data.apply(_token_data)),
     )
+    config_map = objects.agent_config_map(
+        tenant, management_namespace, api_server, sources, scrape_interval
+    )
     config = typed_object(
-        f"{name}-metrics-agent-config",
-        objects.agent_config_map(
-            tenant, management_namespace, api_server, sources, scrape_interval
-        ),
-        on_management(depends_on=list(management_after)),
+        f"{name}-metrics-agent-config", config_map, on_management(depends_on=list(management_after))
     )
     agent: pulumi.Resource = typed_object(
         f"{name}-metrics-agent",
-        objects.agent_deployment(management_namespace),
+        objects.agent_deployment(management_namespace, config_map),
         on_management(depends_on=[*management_after, copy, config]),
     )
     return agent

@@ -13,6 +13,7 @@ the cluster's version (tests/unit/test_metrics_objects.py), like the lab's own w
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,6 +40,11 @@ HAMI_DASHBOARD_FILE = "hami-vgpu-dashboard.json"
 PLATFORM_DASHBOARD_FILE = "gpu-platform.json"
 
 LABELS = {"app.kubernetes.io/part-of": "gpu-platform-metrics"}
+# On a Deployment's pod template: the digest of the ConfigMaps its pods read. Prometheus and
+# Grafana read their configuration and rules only at start (no reloader runs, and
+# --web.enable-lifecycle is off), so a changed ConfigMap alone would not be applied; a changed
+# digest changes the pod template, and the Deployment rolls its pods on `pulumi up`.
+CONFIG_DIGEST_ANNOTATION = "gpu-platform.io/config-sha256"
 
 # Requests and limits: what the lab budget (docs/metrics.md, footprint()) is measured from.
 PROMETHEUS_RESOURCES = {
@@ -70,12 +76,19 @@ def _meta(name: str, namespace: str, component: str) -> dict[str, Any]:
     return {"name": name, "namespace": namespace, "labels": _labels(component)}
 
 
+def config_digest(config_maps: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 of the ConfigMaps' names and data (``CONFIG_DIGEST_ANNOTATION``)."""
+    content = [(m["metadata"]["name"], m.get("data", {})) for m in config_maps]
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
 def _deployment(
     name: str,
     namespace: str,
     containers: list[dict[str, Any]],
     volumes: list[dict[str, Any]],
     user: int,
+    config_maps: Sequence[Mapping[str, Any]],
     init_containers: Sequence[dict[str, Any]] = (),
     recreate: bool = False,
 ) -> dict[str, Any]:
@@ -90,7 +103,13 @@ def _deployment(
     spec: dict[str, Any] = {
         "replicas": 1,
         "selector": {"matchLabels": _labels(name)},
-        "template": {"metadata": {"labels": _labels(name)}, "spec": pod_spec},
+        "template": {
+            "metadata": {
+                "labels": _labels(name),
+                "annotations": {CONFIG_DIGEST_ANNOTATION: config_digest(config_maps)},
+            },
+            "spec": pod_spec,
+        },
     }
     if recreate:
         spec["strategy"] = {"type": "Recreate"}
@@ -184,9 +203,12 @@ def _prometheus_container(
     }
 
 
-def prometheus_deployment(retention: str, data_volume: Mapping[str, Any]) -> dict[str, Any]:
+def prometheus_deployment(
+    retention: str, data_volume: Mapping[str, Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
     """The central Prometheus: remote-write receiver, rule evaluation, Kamaji scrape.
-    ``data_volume`` is the volume source of its TSDB (the substrate's: emptyDir or a claim)."""
+    ``data_volume`` is the volume source of its TSDB (the substrate's: emptyDir or a claim);
+    ``config`` the ConfigMap of ``prometheus_config``."""
     container = _prometheus_container(
         "prometheus",
         [
@@ -203,7 +225,13 @@ def prometheus_deployment(retention: str, data_volume: Mapping[str, Any]) -> dic
         {"name": "data", **dict(data_volume)},
     ]
     return _deployment(
-        PROMETHEUS, METRICS_NAMESPACE, [container], volumes, _PROMETHEUS_USER, recreate=True
+        PROMETHEUS,
+        METRICS_NAMESPACE,
+        [container],
+        volumes,
+        _PROMETHEUS_USER,
+        [config],
+        recreate=True,
     )
 
 
@@ -277,7 +305,9 @@ with open(dest, "wb") as out:
 """
 
 
-def grafana_deployment() -> dict[str, Any]:
+def grafana_deployment(
+    provisioning: Mapping[str, Any], dashboards: Mapping[str, Any]
+) -> dict[str, Any]:
     """Grafana with anonymous read-only access (no login form, no admin password to leak), the
     provisioned datasource and dashboards; an init container fetches HAMi's published
     dashboard at the pinned tag and checks its sha256 (nothing of HAMi's is in this repository;
@@ -346,7 +376,13 @@ def grafana_deployment() -> dict[str, Any]:
         {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
     ]
     return _deployment(
-        GRAFANA, METRICS_NAMESPACE, [container], volumes, _GRAFANA_USER, init_containers=[fetch]
+        GRAFANA,
+        METRICS_NAMESPACE,
+        [container],
+        volumes,
+        _GRAFANA_USER,
+        [provisioning, dashboards],
+        init_containers=[fetch],
     )
 
 
@@ -383,7 +419,8 @@ def agent_token_secret(namespace: str) -> dict[str, Any]:
     }
 
 
-def agent_deployment(namespace: str) -> dict[str, Any]:
+def agent_deployment(namespace: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """A tenant's agent; ``config`` is its ConfigMap (``agent_config_map``)."""
     container = _prometheus_container(
         "prometheus-agent",
         ["--agent", f"--config.file={scrape.CONFIG_FILE}", "--storage.agent.path=/prometheus"],
@@ -398,7 +435,7 @@ def agent_deployment(namespace: str) -> dict[str, Any]:
         {"name": "tenant-token", "secret": {"secretName": AGENT_TOKEN_SECRET}},
         {"name": "wal", "emptyDir": {"sizeLimit": "1Gi"}},
     ]
-    return _deployment(AGENT, namespace, [container], volumes, _PROMETHEUS_USER)
+    return _deployment(AGENT, namespace, [container], volumes, _PROMETHEUS_USER, [config])
 
 
 def tenant_reader(reader_namespace: str, sources: Sequence[TenantSource]) -> list[dict[str, Any]]:

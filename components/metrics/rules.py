@@ -36,26 +36,68 @@ CORES_QUOTA = "tenant:gpu_cores_quota_cards:sum"
 CARDS = "tenant:gpu_cards:count"
 CARDS_SHARED = "tenant:gpu_cards_shared:count"
 
+# One sample per container (card, quota) whichever HAMi pod exported it. Two scheduler pods
+# export the same grants under different ``instance`` labels during a rollout (the chart's
+# RollingUpdate), after a restart (Prometheus marks a vanished target's series stale only about
+# two scrape intervals later, prometheus/prometheus v3.5.0 scrape/scrape.go:1516-1556) and with
+# more than one replica (every replica serves /metrics, leader or not: Project-HAMi/HAMi v2.10.0
+# cmd/scheduler/main.go:142); a device-plugin pod replaced on a node does the same for the used
+# series. ``sum by (tenant)`` over the raw series would count each of them twice, so each
+# quantity is first reduced to one sample per the labels that name it, without ``instance``.
+CONTAINER_GRANT = ("tenant", "namespace", "pod", "container_index", "device_uuid")
+CONTAINER_USE = ("tenant", "namespace", "pod", "container", "vdevice_index", "device_uuid")
+CARD = ("tenant", "node", "device_uuid")
+QUOTA = ("tenant", "namespace", "quota_name")
+
+
+def once(series: str, labels: tuple[str, ...]) -> str:
+    """``series`` reduced to one sample per ``labels`` (see above: duplicate exporters)."""
+    return f"max by ({', '.join(labels)}) ({series})"
+
+
+# A container that asks for ``gpumem`` without ``gpucores`` is granted 0 % by HAMi (its
+# ``Coresreq`` is the device config's ``defaultCores``, Project-HAMi/HAMi v2.10.0
+# pkg/device/nvidia/device.go:579-595, set to 0 by charts/hami/templates/scheduler/
+# device-configmap.yaml:24), so HAMi-core puts no limit on its compute: it can use the whole
+# card. It is billed as a whole card (100 %), not as the 0 % HAMi records; a container that wants
+# to pay for less asks for ``gpucores``.
+_CORES_GRANTED = once("hami_vgpu_core_allocated_ratio", CONTAINER_GRANT)
+_CORES_BILLED = f"(({_CORES_GRANTED}) > 0) or (({_CORES_GRANTED}) * 0 + 100)"
+
+
+def _quota(name: str) -> str:
+    return once(f'hami_resource_quota_limit{{quota_name="{name}"}}', QUOTA)
+
+
 # ``quota_name`` is the ResourceQuota key without ``limits.`` (HAMi v2.10.0
 # pkg/device/quota.go:289-298 managedQuotaName; the program's quotas set
 # limits.nvidia.com/gpumem in MiB and limits.nvidia.com/gpucores in percent of a card,
 # components/tenant_specs.py resource_quota).
 GAUGES: tuple[tuple[str, str], ...] = (
-    (MEMORY_ALLOCATED, f"sum by (tenant) (hami_vgpu_memory_allocated_bytes) / {GIB}"),
-    (CORES_ALLOCATED, "sum by (tenant) (hami_vgpu_core_allocated_ratio) / 100"),
-    (MEMORY_USED, f"sum by (tenant) (hami_vgpu_memory_used_bytes) / {GIB}"),
-    (CORES_USED, "sum by (tenant) (hami_container_device_utilization_ratio) / 100"),
     (
-        MEMORY_QUOTA,
-        'sum by (tenant) (hami_resource_quota_limit{quota_name="nvidia.com/gpumem"}) / 1024',
+        MEMORY_ALLOCATED,
+        f"sum by (tenant) ({once('hami_vgpu_memory_allocated_bytes', CONTAINER_GRANT)}) / {GIB}",
+    ),
+    (CORES_ALLOCATED, f"sum by (tenant) ({_CORES_BILLED}) / 100"),
+    (
+        MEMORY_USED,
+        f"sum by (tenant) ({once('hami_vgpu_memory_used_bytes', CONTAINER_USE)}) / {GIB}",
     ),
     (
-        CORES_QUOTA,
-        'sum by (tenant) (hami_resource_quota_limit{quota_name="nvidia.com/gpucores"}) / 100',
+        CORES_USED,
+        f"sum by (tenant) ({once('hami_container_device_utilization_ratio', CONTAINER_USE)}) / 100",
     ),
-    (CARDS, "count by (tenant) (hami_gpu_memory_limit_bytes)"),
-    (CARDS_SHARED, "count by (tenant) (hami_gpu_shared_count > 0)"),
+    (MEMORY_QUOTA, f"sum by (tenant) ({_quota('nvidia.com/gpumem')}) / 1024"),
+    (CORES_QUOTA, f"sum by (tenant) ({_quota('nvidia.com/gpucores')}) / 100"),
+    (CARDS, f"count by (tenant) ({once('hami_gpu_memory_limit_bytes', CARD)})"),
+    (CARDS_SHARED, f"count by (tenant) ({once('hami_gpu_shared_count', CARD)} > 0)"),
 )
+
+# What the central rules record carries ``tenant`` and nothing else; a series of the same name
+# written by anyone else (a scraped pod, a remote writer) carries ``job`` or ``instance``, or
+# neither. The readers of recorded series select the rules' own, ``job=""`` and
+# ``instance=""`` (an absent label matches the empty string).
+RECORDED_ONLY = '{job="", instance=""}'
 
 
 def hours_name(gauge: str) -> str:
@@ -72,15 +114,17 @@ CHARGED = (MEMORY_ALLOCATED, MEMORY_USED, CORES_ALLOCATED, CORES_USED)
 
 def integral(gauge: str, window: str) -> str:
     """PromQL for ``gauge`` integrated over ``window`` (GiB-hours or card-hours)."""
-    return f"sum_over_time({gauge}[{window}]) * {RULE_INTERVAL_SECONDS} / 3600"
+    return f"sum_over_time({gauge}{RECORDED_ONLY}[{window}]) * {RULE_INTERVAL_SECONDS} / 3600"
 
 
 HOURLY: tuple[tuple[str, str], ...] = tuple((hours_name(g), integral(g, "1h")) for g in CHARGED)
 
 
 def rule_groups() -> dict[str, Any]:
-    """The rule file (Prometheus' rule file format): the gauges first, then the hourly
-    integrals, which read them (groups run in order, rules within a group too)."""
+    """The rule file (Prometheus' rule file format): the gauges, then the hourly integrals,
+    which read an hour of them. Groups are evaluated independently, each at its own offset
+    (prometheus v3.5.0 rules/group.go:421-440), so the integrals may miss the gauges' newest
+    sample; that shifts an hour's window by up to one interval, it loses nothing."""
     interval = f"{RULE_INTERVAL_SECONDS}s"
     return {
         "groups": [

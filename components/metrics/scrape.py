@@ -35,7 +35,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.metrics.series import TENANT_LABEL
+from components.metrics.series import (
+    DCGM_SERIES,
+    MONITOR_SERIES,
+    SCHEDULER_SERIES,
+    TENANT_LABEL,
+    TRACED,
+)
 from components.tenant_values import HAMI_NAMESPACE
 
 TOKEN_DIR = "/etc/gpu-metrics/tenant"
@@ -61,6 +67,14 @@ class TenantSource:
     """A label selector of the pods (``key=value``)."""
     port: int
     """The container port serving ``/metrics``."""
+    series_source: str
+    """Where the kept series are declared: the prefix of their ``Series.source``
+    (``components.metrics.series``); every other series the pods expose is dropped at scrape."""
+
+    def kept_names(self) -> tuple[str, ...]:
+        return tuple(
+            sorted(name for name, s in TRACED.items() if s.source.startswith(self.series_source))
+        )
 
 
 def agent_config(
@@ -118,6 +132,18 @@ def agent_config(
                 {"target_label": "source", "replacement": source.job},
                 {"target_label": TENANT_LABEL, "replacement": tenant},
             ],
+            # Only the series this source is traced to export (series.TRACED) reach the central
+            # server: a pod matching the selector cannot add a series named like a recorded rule
+            # (``tenant:…``) or another source's (``kamaji_…``). Prometheus anchors the regex at
+            # both ends, ``^(?s:…)$`` (prometheus/prometheus v3.5.0
+            # model/relabel/relabel.go:183-186).
+            "metric_relabel_configs": [
+                {
+                    "source_labels": ["__name__"],
+                    "regex": "|".join(source.kept_names()),
+                    "action": "keep",
+                }
+            ],
         }
 
     return {
@@ -168,10 +194,18 @@ def central_config(scrape_interval: str, kamaji_namespace: str) -> dict[str, Any
 # daemonsetnvidia.yaml:28). Project-HAMi/HAMi v2.10.0.
 HAMI_SOURCES = (
     TenantSource(
-        "hami-scheduler", HAMI_NAMESPACE, "app.kubernetes.io/component=hami-scheduler", 9395
+        "hami-scheduler",
+        HAMI_NAMESPACE,
+        "app.kubernetes.io/component=hami-scheduler",
+        9395,
+        SCHEDULER_SERIES,
     ),
     TenantSource(
-        "hami-device-plugin", HAMI_NAMESPACE, "app.kubernetes.io/component=hami-device-plugin", 9394
+        "hami-device-plugin",
+        HAMI_NAMESPACE,
+        "app.kubernetes.io/component=hami-device-plugin",
+        9394,
+        MONITOR_SERIES,
     ),
 )
 
@@ -180,4 +214,4 @@ def dcgm_source(namespace: str) -> TenantSource:
     """The GPU Operator's DCGM exporter (NVIDIA/gpu-operator v26.7.0
     assets/state-dcgm-exporter/0800_daemonset.yaml: pods labelled app=nvidia-dcgm-exporter, port
     9400; on by default, deployments/gpu-operator/values.yaml:299-300)."""
-    return TenantSource("dcgm-exporter", namespace, "app=nvidia-dcgm-exporter", 9400)
+    return TenantSource("dcgm-exporter", namespace, "app=nvidia-dcgm-exporter", 9400, DCGM_SERIES)

@@ -22,15 +22,15 @@ class Series:
 
 
 _HAMI = "Project-HAMi/HAMi v2.10.0"
-_SCHED = f"{_HAMI} cmd/scheduler/metrics.go"
-_MON = f"{_HAMI} cmd/vGPUmonitor/metrics.go"
+SCHEDULER_SERIES = f"{_HAMI} cmd/scheduler/metrics.go"
+MONITOR_SERIES = f"{_HAMI} cmd/vGPUmonitor/metrics.go"
 _KAMAJI = "clastix/kamaji 26.8.2-edge internal/metrics/metrics.go"
 # The GPU Operator v26.7.0 runs dcgm-exporter 4.6.0-4.8.3-distroless
 # (deployments/gpu-operator/values.yaml:299-304) with DCGM_EXPORTER_COLLECTORS
 # /etc/dcgm-exporter/dcp-metrics-included.csv
 # (assets/state-dcgm-exporter/0800_daemonset.yaml:47-48).
 # The newest dcgm-exporter tag this workspace holds is 4.5.3-4.8.2: the file is cited there.
-_DCGM = "NVIDIA/dcgm-exporter 4.5.3-4.8.2 etc/dcp-metrics-included.csv"
+DCGM_SERIES = "NVIDIA/dcgm-exporter 4.5.3-4.8.2 etc/dcp-metrics-included.csv"
 _DCGM_LABELS = (
     "internal/pkg/collector/gpu_collector.go:167, internal/pkg/transformation/const.go:21-23"
 )
@@ -47,43 +47,51 @@ TRACED: Mapping[str, Series] = MappingProxyType(
         s.name: s
         for s in (
             # HAMi scheduler (the extender, :9395): what HAMi gave out.
-            Series("hami_gpu_memory_limit_bytes", _NODE_DEVICE, f"{_SCHED}:107-111"),
-            Series("hami_gpu_core_limit_ratio", _NODE_DEVICE, f"{_SCHED}:112-116"),
+            Series("hami_gpu_memory_limit_bytes", _NODE_DEVICE, f"{SCHEDULER_SERIES}:107-111"),
+            Series("hami_gpu_core_limit_ratio", _NODE_DEVICE, f"{SCHEDULER_SERIES}:112-116"),
             Series(
                 "hami_gpu_memory_allocated_bytes",
                 (*_NODE_DEVICE, "device_cores"),
-                f"{_SCHED}:117-121",
+                f"{SCHEDULER_SERIES}:117-121",
             ),
-            Series("hami_gpu_shared_count", _NODE_DEVICE, f"{_SCHED}:122-126"),
-            Series("hami_gpu_core_allocated_ratio", _NODE_DEVICE, f"{_SCHED}:127-131"),
+            Series("hami_gpu_shared_count", _NODE_DEVICE, f"{SCHEDULER_SERIES}:122-126"),
+            Series("hami_gpu_core_allocated_ratio", _NODE_DEVICE, f"{SCHEDULER_SERIES}:127-131"),
             Series(
                 "hami_resource_quota_used",
                 ("namespace", "quota_name", "limit", *_ZONE),
-                f"{_SCHED}:286-290",
+                f"{SCHEDULER_SERIES}:286-290",
             ),
             Series(
                 "hami_resource_quota_limit",
                 ("namespace", "quota_name", *_ZONE),
-                f"{_SCHED}:291-295",
+                f"{SCHEDULER_SERIES}:291-295",
             ),
-            Series("hami_vgpu_memory_allocated_bytes", _CONTAINER_ALLOC, f"{_SCHED}:325-329"),
-            Series("hami_vgpu_core_allocated_ratio", _CONTAINER_ALLOC, f"{_SCHED}:330-334"),
+            Series(
+                "hami_vgpu_memory_allocated_bytes", _CONTAINER_ALLOC, f"{SCHEDULER_SERIES}:325-329"
+            ),
+            Series(
+                "hami_vgpu_core_allocated_ratio", _CONTAINER_ALLOC, f"{SCHEDULER_SERIES}:330-334"
+            ),
             # HAMi device plugin's vgpu-monitor container (:9394): what the containers used.
-            Series("hami_vgpu_memory_used_bytes", _CONTAINER_USE, f"{_MON}:76-80"),
-            Series("hami_vgpu_memory_limit_bytes", _CONTAINER_USE, f"{_MON}:82-86"),
-            Series("hami_container_device_utilization_ratio", _CONTAINER_USE, f"{_MON}:92-96"),
+            Series("hami_vgpu_memory_used_bytes", _CONTAINER_USE, f"{MONITOR_SERIES}:76-80"),
+            Series("hami_vgpu_memory_limit_bytes", _CONTAINER_USE, f"{MONITOR_SERIES}:82-86"),
+            Series(
+                "hami_container_device_utilization_ratio", _CONTAINER_USE, f"{MONITOR_SERIES}:92-96"
+            ),
             Series(
                 "hami_host_gpu_memory_used_bytes",
                 ("node", "device_index", "device_uuid", "device_type"),
-                f"{_MON}:58-62",
+                f"{MONITOR_SERIES}:58-62",
             ),
             # The rest of HAMi's families (its own dashboard reads them; the platform's does not).
             Series(
                 "hami_node_gpu_overview",
                 (*_NODE_DEVICE, "device_cores", "device_memory_limit"),
-                f"{_SCHED}:132-136",
+                f"{SCHEDULER_SERIES}:132-136",
             ),
-            Series("hami_node_gpu_memory_allocated_ratio", _NODE_DEVICE, f"{_SCHED}:137-141"),
+            Series(
+                "hami_node_gpu_memory_allocated_ratio", _NODE_DEVICE, f"{SCHEDULER_SERIES}:137-141"
+            ),
             Series(
                 "hami_node_gpu_mig_instance_info",
                 (
@@ -98,28 +106,32 @@ TRACED: Mapping[str, Series] = MappingProxyType(
                     "placement_size",
                     *_ZONE,
                 ),
-                f"{_SCHED}:142-146",
+                f"{SCHEDULER_SERIES}:142-146",
             ),
             Series(
                 "hami_host_gpu_utilization_ratio",
                 ("node", "device_index", "device_uuid", "device_type"),
-                f"{_MON}:64-68",
+                f"{MONITOR_SERIES}:64-68",
             ),
             Series(
                 "hami_host_gpu_memory_controller_utilization_ratio",
                 ("device_index", "device_uuid", "device_type"),
-                f"{_MON}:70-74",
+                f"{MONITOR_SERIES}:70-74",
             ),
-            Series("hami_container_device_memory_bytes", _CONTAINER_USE, f"{_MON}:87-91"),
-            Series("hami_container_last_kernel_elapsed_seconds", _CONTAINER_USE, f"{_MON}:97-101"),
+            Series("hami_container_device_memory_bytes", _CONTAINER_USE, f"{MONITOR_SERIES}:87-91"),
+            Series(
+                "hami_container_last_kernel_elapsed_seconds",
+                _CONTAINER_USE,
+                f"{MONITOR_SERIES}:97-101",
+            ),
             Series(
                 "hami_mig_device_info",
                 (*_CONTAINER_USE, "mig_uuid", "profile", "gpu_instance_id", "compute_instance_id"),
-                f"{_MON}:102-106",
+                f"{MONITOR_SERIES}:102-106",
             ),
-            Series("hami_vgpu_memory_context_bytes", _CONTAINER_USE, f"{_MON}:107-111"),
-            Series("hami_vgpu_memory_module_bytes", _CONTAINER_USE, f"{_MON}:113-117"),
-            Series("hami_vgpu_memory_buffer_bytes", _CONTAINER_USE, f"{_MON}:119-123"),
+            Series("hami_vgpu_memory_context_bytes", _CONTAINER_USE, f"{MONITOR_SERIES}:107-111"),
+            Series("hami_vgpu_memory_module_bytes", _CONTAINER_USE, f"{MONITOR_SERIES}:113-117"),
+            Series("hami_vgpu_memory_buffer_bytes", _CONTAINER_USE, f"{MONITOR_SERIES}:119-123"),
             # Kamaji's controller (:8080, kamaji-system/kamaji-metrics-service).
             Series(
                 "kamaji_tenant_control_plane_status",
@@ -141,12 +153,12 @@ TRACED: Mapping[str, Series] = MappingProxyType(
             Series(
                 "DCGM_FI_DEV_FB_USED",
                 ("gpu", "UUID", "Hostname", "modelName", "pod", "namespace", "container"),
-                f"{_DCGM}:39; labels {_DCGM_LABELS}",
+                f"{DCGM_SERIES}:39; labels {_DCGM_LABELS}",
             ),
             Series(
                 "DCGM_FI_DEV_GPU_UTIL",
                 ("gpu", "UUID", "Hostname", "modelName", "pod", "namespace", "container"),
-                f"{_DCGM}:23; labels {_DCGM_LABELS}",
+                f"{DCGM_SERIES}:23; labels {_DCGM_LABELS}",
             ),
         )
     }

@@ -6,6 +6,7 @@ namespace, its reader inside the tenant, the token copied as a secret, and nothi
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -120,3 +121,24 @@ def test_metrics_disabled_registers_none_of_it(stack: str) -> None:
     # ...and everything else is as with it on.
     enabled = {r.name for r in _evaluated(stack).resources if "metrics" not in r.name}
     assert {r.name for r in recording.resources} == enabled
+
+
+def test_a_changed_scrape_interval_on_a_running_stack_rolls_every_prometheus(
+    recordings: Callable[[str, bool], Recording],
+) -> None:
+    """Issue 40 (config changes reach Prometheus): on a deployed lab, ``metrics.scrapeInterval``
+    changed is planned as an update of each ConfigMap *and* of the Deployment that reads it (its
+    pod template's config digest), so the pods restart with it; Grafana, whose files did not
+    change, stays as it is."""
+    deployed = recordings("lab", False)
+    config = _config("lab")
+    config[CONFIG_KEY].setdefault("metrics", {})["scrapeInterval"] = "15s"
+    preview = evaluate("lab", True, config=config, prior=deployed)
+    assert preview.error is None, preview.error
+    steps = {r.name: r.step for r in preview.resources}
+    rolled = ["management-metrics-prometheus", *(f"{t}-metrics-agent" for t in _tenants("lab"))]
+    for name in rolled:
+        assert steps[name] == "update", (name, steps[name])
+        assert steps[f"{name}-config"] == "update", name
+    assert steps["management-metrics-grafana"] == "same"
+    assert [name for name, step in steps.items() if step == "replace"] == []

@@ -4,10 +4,12 @@ budget measured from the objects' requests."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import http.server
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -20,7 +22,7 @@ import pytest
 import yaml
 
 from components.config import MetricsSettings
-from components.metrics import objects, scrape
+from components.metrics import objects, rules, scrape
 from components.metrics.dashboards import platform_dashboard
 from components.metrics.scrape import HAMI_SOURCES, dcgm_source
 from components.versions import HAMI_DASHBOARD, PINNED
@@ -29,27 +31,39 @@ from tests.support.kube_schemas import builtin_violations
 VERSION = "v1.35.0"
 API = objects.tenant_api_server("tenant-a", "tenant-a", 6443)
 SOURCES = (*HAMI_SOURCES, dcgm_source("gpu-operator"))
+CENTRAL_CONFIG = objects.prometheus_config("30s", "kamaji-system")
+PROVISIONING = objects.grafana_provisioning()
+DASHBOARDS = objects.grafana_dashboards(platform_dashboard())
+AGENT_CONFIG = objects.agent_config_map("tenant-a", "tenant-a", API, SOURCES, "30s")
+
+
+def _grafana() -> dict[str, Any]:
+    return objects.grafana_deployment(PROVISIONING, DASHBOARDS)
+
+
+def _agent(namespace: str = "tenant-a") -> dict[str, Any]:
+    return objects.agent_deployment(namespace, AGENT_CONFIG)
 
 
 def _central() -> list[dict[str, Any]]:
     return [
         objects.namespace(),
-        objects.prometheus_config("30s", "kamaji-system"),
-        objects.prometheus_deployment("15d", {"emptyDir": {"sizeLimit": "2Gi"}}),
+        CENTRAL_CONFIG,
+        objects.prometheus_deployment("15d", {"emptyDir": {"sizeLimit": "2Gi"}}, CENTRAL_CONFIG),
         objects.prometheus_service(),
         objects.prometheus_claim("20Gi"),
-        objects.grafana_provisioning(),
-        objects.grafana_dashboards(platform_dashboard()),
-        objects.grafana_deployment(),
+        PROVISIONING,
+        DASHBOARDS,
+        _grafana(),
         objects.grafana_service(),
     ]
 
 
 def _tenant() -> list[dict[str, Any]]:
     return [
-        objects.agent_config_map("tenant-a", "tenant-a", API, SOURCES, "30s"),
+        AGENT_CONFIG,
         objects.agent_token_secret("tenant-a"),
-        objects.agent_deployment("tenant-a"),
+        _agent(),
         *objects.tenant_reader("hami-system", SOURCES),
         objects.tenant_reader_token("hami-system"),
     ]
@@ -63,7 +77,7 @@ def test_every_object_validates_against_the_clusters_openapi_schema(
 
 
 def test_the_schema_check_can_fail() -> None:
-    broken = objects.agent_deployment("tenant-a")
+    broken = _agent()
     broken["spec"]["template"]["spec"]["containers"][0]["resource"] = {}
     assert builtin_violations(VERSION, broken)
 
@@ -102,6 +116,57 @@ def test_agents_scrape_through_the_tenants_api_server_pod_proxy() -> None:
         assert job["authorization"] == {"credentials_file": scrape.TOKEN_FILE}
 
 
+def test_agents_keep_only_the_series_their_source_is_traced_to_export() -> None:
+    """Issue 40: a pod matching a job's selector cannot add a series named like a recorded rule
+    or another source's; Prometheus anchors the keep regex (``^(?s:…)$``)."""
+    for job, source in zip(_agent_config()["scrape_configs"], SOURCES, strict=True):
+        (keep,) = job["metric_relabel_configs"]
+        assert keep["source_labels"] == ["__name__"]
+        assert keep["action"] == "keep"
+        kept = re.compile(f"^(?s:{keep['regex']})$")
+        names = source.kept_names()
+        assert names
+        assert all(kept.match(name) for name in names)
+        for forged in (
+            *rules.recorded_names(),
+            "kamaji_datastore_status",
+            f"{names[0]}_total",
+            f"x{names[0]}",
+        ):
+            assert not kept.match(forged), forged
+    scheduler = dict(zip([s.job for s in SOURCES], SOURCES, strict=True))["hami-scheduler"]
+    assert "hami_vgpu_memory_allocated_bytes" in scheduler.kept_names()
+    assert "hami_vgpu_memory_used_bytes" not in scheduler.kept_names()
+
+
+def _digest(deployment: dict[str, Any]) -> str:
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    digest: str = annotations[objects.CONFIG_DIGEST_ANNOTATION]
+    return digest
+
+
+def test_a_changed_configuration_changes_the_pod_template_it_is_read_by() -> None:
+    """Issue 40: Prometheus and Grafana read their files only at start, so every Deployment's
+    pod template carries the digest of the ConfigMaps it mounts, and a changed rule, scrape
+    setting or dashboard rolls its pods."""
+    volume = {"emptyDir": {}}
+    central = objects.prometheus_deployment("15d", volume, CENTRAL_CONFIG)
+    assert _digest(central) == _digest(objects.prometheus_deployment("15d", volume, CENTRAL_CONFIG))
+    slower = objects.prometheus_config("60s", "kamaji-system")
+    assert _digest(objects.prometheus_deployment("15d", volume, slower)) != _digest(central)
+    other_rules = copy.deepcopy(CENTRAL_CONFIG)
+    other_rules["data"][scrape.RULES_FILE_NAME] += "\n# changed"
+    assert _digest(objects.prometheus_deployment("15d", volume, other_rules)) != _digest(central)
+    agent = _agent()
+    other_agent = objects.agent_config_map("tenant-a", "tenant-a", API, SOURCES[:2], "30s")
+    assert _digest(objects.agent_deployment("tenant-a", other_agent)) != _digest(agent)
+    other_dashboards = copy.deepcopy(DASHBOARDS)
+    other_dashboards["data"] = {"x.json": "{}"}
+    assert _digest(objects.grafana_deployment(PROVISIONING, other_dashboards)) != _digest(
+        _grafana()
+    )
+
+
 def test_the_tenant_reader_may_only_list_pods_and_proxy_to_them_in_scraped_namespaces() -> None:
     reader = objects.tenant_reader("hami-system", SOURCES)
     kinds = [m["kind"] for m in reader]
@@ -125,7 +190,7 @@ def test_the_tenant_reader_may_only_list_pods_and_proxy_to_them_in_scraped_names
 
 
 def test_the_central_prometheus_receives_remote_writes_and_evaluates_the_rules() -> None:
-    deployment = objects.prometheus_deployment("15d", {"emptyDir": {}})
+    deployment = objects.prometheus_deployment("15d", {"emptyDir": {}}, CENTRAL_CONFIG)
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--web.enable-remote-write-receiver" in args
     assert "--storage.tsdb.retention.time=15d" in args
@@ -141,7 +206,7 @@ def test_the_central_prometheus_receives_remote_writes_and_evaluates_the_rules()
 
 
 def test_grafana_fetches_hamis_dashboard_at_the_pinned_tag_and_digest() -> None:
-    spec = objects.grafana_deployment()["spec"]["template"]["spec"]
+    spec = _grafana()["spec"]["template"]["spec"]
     env = {e["name"]: e["value"] for e in spec["initContainers"][0]["env"]}
     assert env["URL"] == HAMI_DASHBOARD.url
     assert "/v2.10.0/" in env["URL"]
@@ -173,10 +238,10 @@ LAB_CPU_MILLIS, LAB_MEMORY = 4000, 8 * 10**9
 
 def lab_footprint(tenants: int) -> tuple[int, int]:
     central = [
-        objects.prometheus_deployment("15d", {"emptyDir": {}}),
-        objects.grafana_deployment(),
+        objects.prometheus_deployment("15d", {"emptyDir": {}}, CENTRAL_CONFIG),
+        _grafana(),
     ]
-    agents = [objects.agent_deployment(f"tenant-{i}") for i in range(tenants)]
+    agents = [_agent(f"tenant-{i}") for i in range(tenants)]
     return objects.requests_of([*central, *agents])
 
 

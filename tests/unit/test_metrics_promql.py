@@ -34,7 +34,11 @@ def _names(expr: str) -> tuple[set[str], set[str]]:
             if node.name:
                 metrics.add(node.name)
             for matcher in node.matchers.matchers:
-                labels.add(matcher.name)
+                # ``label=""`` selects series without the label (rules.RECORDED_ONLY): it
+                # reads no label of the series.
+                absent = matcher.op == promql_parser.MatchOp.Equal and matcher.value == ""
+                if not (absent and node.name in RECORDED):
+                    labels.add(matcher.name)
         if isinstance(node, promql_parser.AggregateExpr) and node.modifier is not None:
             labels.update(node.modifier.labels)
         if isinstance(node, promql_parser.BinaryExpr) and node.modifier is not None:

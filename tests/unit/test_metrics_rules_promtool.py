@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.metrics import rules
+from components.metrics import rules, usage
 from tests.support import metrics_scenario as scenario
 
 PROMTOOL = shutil.which("promtool")
@@ -37,11 +37,17 @@ def _values(value: float) -> str:
     return " ".join(["_"] * FIRST + [repr(float(value))] * SAMPLES + ["stale"] + ["_"] * 20)
 
 
-def _input_series() -> list[dict[str, str]]:
-    series = [{"series": name, "values": _values(value)} for name, value in scenario.all_series()]
+def _input_series(extra: tuple[tuple[str, float], ...] = ()) -> list[dict[str, str]]:
+    series = [
+        {"series": name, "values": _values(value)}
+        for name, value in (*scenario.all_series(), *extra)
+    ]
     # A scraped process cannot pick its tenant: the agent keeps a scraped ``tenant`` label only
     # as ``exported_tenant`` (honor_labels: false); the rules must follow ``tenant`` alone.
+    # (A container of its own: one container's grant is counted once, whoever exports it.)
     spoofed = series[0]["series"].replace("{", '{exported_tenant="tenant-b",', 1)
+    spoofed = spoofed.replace('pod="train-0"', 'pod="spoof-0"')
+    assert "spoof-0" in spoofed
     series.append({"series": spoofed, "values": _values(1024 * scenario.MIB)})
     return series
 
@@ -103,12 +109,19 @@ def _expected_hours() -> list[dict[str, Any]]:
     return tests
 
 
-def _test_file(tmp_path: Path, rule_groups: dict[str, Any], tests: list[dict[str, Any]]) -> Path:
+def _test_file(
+    tmp_path: Path,
+    rule_groups: dict[str, Any],
+    tests: list[dict[str, Any]],
+    extra: tuple[tuple[str, float], ...] = (),
+) -> Path:
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(rule_groups, sort_keys=False))
     document = {
         "rule_files": ["rules.yml"],
         "evaluation_interval": f"{rules.RULE_INTERVAL_SECONDS}s",
-        "tests": [{"interval": "1m", "input_series": _input_series(), "promql_expr_test": tests}],
+        "tests": [
+            {"interval": "1m", "input_series": _input_series(extra), "promql_expr_test": tests}
+        ],
     }
     path = tmp_path / "test.yml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -160,3 +173,99 @@ def test_a_rule_with_the_wrong_unit_fails(tmp_path: Path) -> None:
     assert first["record"] == rules.MEMORY_ALLOCATED
     first["expr"] = first["expr"].replace(str(rules.GIB), str(1000**3))  # GB, not GiB
     assert _promtool(_test_file(tmp_path, groups, _expected_gauges())).returncode != 0
+
+
+# ---------------------------------------------------------------- where a bill is disputed
+
+
+def _second_exporter(series: list[tuple[str, float]], job: str) -> tuple[tuple[str, float], ...]:
+    """Every series of ``job`` once more, as a second pod of it exports them (a rollout or a
+    restart of HAMi's scheduler, or its device plugin replaced on a node)."""
+    copies = []
+    for name, value in series:
+        if f'job="{job}"' in name:
+            labels = name.split('instance="', 1)
+            rest = labels[1].split('"', 1)[1]
+            copies.append((f'{labels[0]}instance="{job}-second-pod"{rest}', value))
+    assert copies
+    return tuple(copies)
+
+
+def test_two_hami_pods_exporting_the_same_grants_do_not_double_the_bill(tmp_path: Path) -> None:
+    """Issue 40: two scheduler pods (and two device-plugin pods) visible at once, each with
+    every grant, record what one would."""
+    extra = (
+        *_second_exporter(scenario.scheduler_series(), "hami-scheduler"),
+        *_second_exporter(scenario.monitor_series(), "hami-device-plugin"),
+    )
+    path = _test_file(tmp_path, rules.rule_groups(), _expected_gauges(), extra)
+    result = _promtool(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+UNCAPPED_POD = (
+    'namespace="speech",node="tenant-b-l4-0",pod="uncapped-0",container_index="0",'
+    'device_uuid="GPU-l4-1",zone="vGPU",tenant="tenant-b",job="hami-scheduler",'
+    'instance="hami-scheduler-7d9c5-abcde",source="hami-scheduler"'
+)
+
+
+def test_a_container_without_gpucores_is_billed_as_a_whole_card(tmp_path: Path) -> None:
+    """Issue 40: HAMi grants ``gpumem`` without ``gpucores`` 0 % of the card and HAMi-core then
+    limits nothing, so the container is billed one card (100 %), not 0."""
+    extra = (
+        (f"hami_vgpu_memory_allocated_bytes{{{UNCAPPED_POD}}}", 4000 * scenario.MIB),
+        (f"hami_vgpu_core_allocated_ratio{{{UNCAPPED_POD}}}", 0.0),
+    )
+    expected = scenario.expected_per_tenant()["tenant-b"]["core_alloc"] + 1.0
+    test = {
+        "expr": f'{rules.CORES_ALLOCATED}{{tenant="tenant-b"}}',
+        "eval_time": "30m",
+        "exp_samples": [_sample(rules.CORES_ALLOCATED, "tenant-b", expected)],
+    }
+    result = _promtool(_test_file(tmp_path, rules.rule_groups(), [test], extra))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+FORGED = (
+    'tenant="tenant-a",job="hami-scheduler",instance="hami-scheduler-forged",'
+    'source="hami-scheduler"'
+)
+
+
+def test_a_series_named_like_a_recorded_rule_is_not_billed(tmp_path: Path) -> None:
+    """Issue 40: a series a pod exposes under a recorded rule's name (``tenant:…``) reaches
+    neither the hourly integrals nor ``make usage``'s queries (which read the rules' own
+    series only), so it cannot drive a bill down or up."""
+    forged = tuple((f"{gauge}{{{FORGED}}}", -1000.0) for gauge in usage.QUANTITIES.values())
+    expected = scenario.expected_per_tenant()
+    hours = SAMPLES / 60
+    spoof = {"memory_allocated_gib_hours": 1.0}  # the spoofed container of _input_series
+    keys = {
+        "memory_allocated_gib_hours": "mem_alloc",
+        "memory_used_gib_hours": "mem_used",
+        "cores_allocated_card_hours": "core_alloc",
+        "cores_used_card_hours": "core_used",
+    }
+    tests = [
+        {
+            "expr": query,
+            "eval_time": "60m",
+            "exp_samples": [
+                {
+                    "labels": f'{{tenant="{tenant}"}}',
+                    "value": (
+                        row[keys[quantity]]
+                        + (spoof.get(quantity, 0.0) if tenant == "tenant-a" else 0.0)
+                    )
+                    * hours,
+                }
+                for tenant, row in expected.items()
+            ],
+        }
+        for quantity, query in usage.queries("1h").items()
+    ]
+    result = _promtool(
+        _test_file(tmp_path, rules.rule_groups(), [*tests, *_expected_hours()], forged)
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
