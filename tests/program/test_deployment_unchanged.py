@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "0051e9066f624ea28ed755e4b7ee43c68520e415"
+BASELINE = "97934d1825b859201c67ff88194f614a7b09624d"
 
 
 def _has_commit(commit: str) -> bool:
