@@ -16,6 +16,7 @@ Facts these builders rely on (read from upstream at the pinned versions, see pla
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -39,8 +40,22 @@ CAPI_API_VERSION = "cluster.x-k8s.io/v1beta2"
 INFRASTRUCTURE_API_GROUP = "infrastructure.cluster.x-k8s.io"
 INFRASTRUCTURE_API_VERSION = f"{INFRASTRUCTURE_API_GROUP}/v1beta2"
 INFRASTRUCTURE_KINDS = MappingProxyType({"metal3": "Metal3Cluster", "docker": "DockerCluster"})
-# The KamajiControlPlane is awaited (``WAIT_FOR_ANNOTATION``) until this JSONPath matches.
-KCP_READY_CONDITION = "jsonpath={.status.ready}=true"
+# The KamajiControlPlane is awaited (``WAIT_FOR_ANNOTATION``, a JSON list: every entry must
+# hold, pulumi/pulumi-kubernetes v4.32.0 provider/pkg/metadata/overrides.go:85-140) until:
+# * ``status.ready`` is true: the kubeconfig Secret exists (create);
+# * its ``TenantControlPlaneCreated`` condition is True *for the current generation*: the
+#   provider stamps the condition with the KCP's generation on every reconcile and sets it False
+#   with the error when its write of the TenantControlPlane fails (clastix/cluster-api-control-
+#   plane-provider-kamaji v0.20.0 controllers/conditions.go:14-50,
+#   controllers/kamajicontrolplane_controller.go:129-178), and pulumi-kubernetes waits while the
+#   condition's observedGeneration lags (provider/pkg/await/condition/kubectl.go:30-86). The KCP
+#   status has no observedGeneration and ``ready`` stays true through an update, so the JSONPath
+#   alone passed at once: a change Kamaji refuses (e.g. the datastore schema, kamaji 26.8.2-edge
+#   api/v1alpha1/tenantcontrolplane_types.go:519) was reported as applied. Now ``up`` waits, and
+#   fails at the update timeout with the condition's message.
+KCP_READY_CONDITION = json.dumps(
+    ["jsonpath={.status.ready}=true", "condition=TenantControlPlaneCreated"]
+)
 # The key of the kubeconfig in the Secret ``capi_kubeconfig_secret`` names.
 CAPI_KUBECONFIG_KEY = "value"
 
@@ -54,7 +69,8 @@ def kamaji_control_plane(
     tenant: Tenant, *, namespace: str, kubernetes_version: str, address: Address
 ) -> dict[str, Any]:
     """Prod: the KamajiControlPlane the Cluster references; the provider turns it into a TCP of
-    the same name. Awaited until ``status.ready``, i.e. until the kubeconfig Secret exists."""
+    the same name. Awaited until ``status.ready`` (the kubeconfig Secret exists) and the
+    provider has written this generation into its TenantControlPlane (``KCP_READY_CONDITION``)."""
     kubernetes = kubernetes_spec(tenant, kubernetes_version, lab=False)
     resources = control_plane_resources(tenant.control_plane.resources)
     network: dict[str, Any] = {"serviceType": tenant.control_plane.service_type}

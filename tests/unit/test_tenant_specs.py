@@ -246,9 +246,67 @@ def test_kamaji_control_plane_validates_and_binds_its_datastore(upstream_dir: Pa
     assert crd_violations(upstream_dir, _kcp(PROD.tenants[0], address=None)) == []
 
 
-def test_kamaji_control_plane_is_awaited_until_ready() -> None:
-    annotations = _kcp(PROD.tenants[0])["metadata"]["annotations"]
-    assert annotations == {"pulumi.com/waitFor": "jsonpath={.status.ready}=true"}
+def _awaited(wait_for: str, kcp: dict[str, Any]) -> bool:
+    """pulumi-kubernetes' await of ``pulumi.com/waitFor`` on a KamajiControlPlane, for the two
+    forms the program uses (pulumi/pulumi-kubernetes v4.32.0 provider/pkg/metadata/
+    overrides.go:85-140: a JSON list means all of them; provider/pkg/await/condition/
+    kubectl.go:30-86: a condition holds only once its own observedGeneration, else the status',
+    has reached metadata.generation; jsonpath.go:46-52 checks the status' observedGeneration,
+    which a KCP status does not have)."""
+    try:
+        expressions = json.loads(wait_for)
+    except json.JSONDecodeError:
+        expressions = [wait_for]
+    status = kcp.get("status", {})
+    for expression in expressions:
+        if expression == "jsonpath={.status.ready}=true":
+            if status.get("ready") is not True:
+                return False
+        elif expression.startswith("condition="):
+            wanted = expression.removeprefix("condition=")
+            found = [c for c in status.get("conditions", []) if c["type"] == wanted]
+            if not found:
+                return False
+            generation = kcp["metadata"]["generation"]
+            if found[0].get("observedGeneration", generation) < generation:
+                return False
+            if found[0]["status"] != "True":
+                return False
+        else:
+            raise AssertionError(f"no model for {expression}")
+    return True
+
+
+def _kcp_status(generation: int, created: str, observed: int) -> dict[str, Any]:
+    condition = {
+        "type": "TenantControlPlaneCreated",
+        "status": created,
+        "observedGeneration": observed,
+        "message": "admission webhook denied: changing the dataStoreSchema is not supported",
+    }
+    return {
+        "metadata": {"generation": generation},
+        "status": {"ready": True, "conditions": [condition]},
+    }
+
+
+def test_kamaji_control_plane_is_awaited_until_this_generation_reached_its_tcp() -> None:
+    """Issue 39: ``status.ready`` stays true through an update and the KCP status has no
+    observedGeneration, so awaiting it alone reported an update the provider could not write
+    (Kamaji refuses e.g. a datastore schema change) as applied. The provider stamps
+    TenantControlPlaneCreated with the KCP's generation (provider v0.20.0
+    controllers/conditions.go:14-50): the await must wait for it."""
+    wait_for = _kcp(PROD.tenants[0])["metadata"]["annotations"]["pulumi.com/waitFor"]
+    created = _kcp_status(generation=1, created="True", observed=1)
+    refused = _kcp_status(generation=2, created="False", observed=2)
+    not_yet_seen = _kcp_status(generation=2, created="True", observed=1)
+    applied = _kcp_status(generation=2, created="True", observed=2)
+    assert _awaited(wait_for, created)
+    assert _awaited(wait_for, applied)
+    assert not _awaited(wait_for, refused)
+    assert not _awaited(wait_for, not_yet_seen)
+    # The JSONPath alone, as before, passed the refused update at once.
+    assert _awaited("jsonpath={.status.ready}=true", refused)
 
 
 def test_each_prod_tenant_has_its_own_datastore() -> None:
