@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "97934d1825b859201c67ff88194f614a7b09624d"
+BASELINE = "21834e24aff485b8fdd5930cb890e4b887cdd016"
 
 
 def _has_commit(commit: str) -> bool:
