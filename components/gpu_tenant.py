@@ -74,6 +74,9 @@ from components.substrate import (
 )
 from components.tenant_specs import (
     API_SERVER_PORT,
+    datastore_shape,
+    datastore_shape_problem,
+    deployed_datastore_shape,
     kubeconfig_server,
     namespaces_to_create,
     network_policies,
@@ -332,7 +335,11 @@ class GpuTenant(pulumi.ComponentResource):
         minor fails the preview, naming the allowed next versions
         (``components.kubernetes_versions.upgrade_problem``). On a first deployment the read is
         skipped (no ID yet) and there is nothing to check; in ``up`` it follows the control
-        plane's update and sees the new version, so the check is the preview's."""
+        plane's update and sees the new version, so the check is the preview's.
+
+        The same read carries the datastore shape the tenant was deployed with
+        (``tenant_specs.DATASTORE_SHAPE_ANNOTATION``): a change of a key fixed at creation fails
+        the preview the same way (``tenant_specs.datastore_shape_problem``)."""
         platform, tenant, substrate = self._platform, self._tenant, self._substrate
         wanted = platform.version_of(tenant)
         index = [t.name for t in platform.tenants].index(tenant.name)
@@ -340,6 +347,11 @@ class GpuTenant(pulumi.ComponentResource):
         live = self._live_control_plane
 
         def checked(parts: list[Any]) -> str:
+            deployed_shape = deployed_datastore_shape(parts[2])
+            if deployed_shape is not None:
+                problem = datastore_shape_problem(index, deployed_shape, datastore_shape(tenant))
+                if problem is not None:
+                    raise pulumi.RunError(problem)
             previous = substrate.running_control_plane_version(parts[0], parts[1])
             if previous is not None and previous != wanted:
                 problem = upgrade_problem(previous, wanted, substrate.tenant_kubernetes_versions())
@@ -357,7 +369,7 @@ class GpuTenant(pulumi.ComponentResource):
             return wanted
 
         expected: pulumi.Output[str] = (
-            pulumi.Output.all(live.spec, live.status).apply(checked)
+            pulumi.Output.all(live.spec, live.status, live.metadata).apply(checked)
             if live is not None
             else pulumi.Output.from_input(wanted)
         )

@@ -134,6 +134,78 @@ def data_store_name(tenant: Tenant) -> str:
     return f"{tenant.name}-datastore"
 
 
+# On the control-plane object (lab: TenantControlPlane; prod: KamajiControlPlane): the shape of
+# the tenant's datastore as deployed. The next preview reads it back from the live object
+# (gpu_tenant's identity read) and refuses a change no component can apply to a running tenant:
+# * Kamaji keeps a control plane on the DataStore, schema and user it was created with
+#   (clastix/kamaji 26.8.2-edge api/v1alpha1/tenantcontrolplane_types.go:512-519: "changing the
+#   dataStoreSchema is not supported", no migration across drivers; the prod provider refuses a
+#   username change, cluster-api-control-plane-provider-kamaji v0.20.0
+#   api/v1alpha2/kamajicontrolplane_types.go:198-205);
+# * kamaji-etcd v0.17.0 starts every member with --initial-cluster-state=new
+#   (charts/kamaji-etcd/templates/etcd_sts.yaml:83-84), so 3 -> 1 members loses quorum and
+#   3 -> 5 adds members that never join, and a StatefulSet's volumeClaimTemplates cannot change
+#   (:136-153; the API server refuses the update).
+DATASTORE_SHAPE_ANNOTATION = "gpu-platform.io/datastore-shape"
+
+
+def datastore_shape(tenant: Tenant) -> dict[str, str]:
+    """The keys of ``tenants[].dataStore`` fixed at creation, with their values."""
+    binding = tenant.data_store
+    shape = {"dataStore.schema": binding.schema_name, "dataStore.username": binding.username}
+    if binding.name is not None:
+        shape["dataStore.name"] = binding.name
+        return shape
+    assert binding.dedicated is not None  # enforced by DataStoreBinding
+    dedicated = binding.dedicated
+    shape["dataStore.dedicated.driver"] = dedicated.driver
+    shape["dataStore.dedicated.endpoints"] = (
+        "external" if dedicated.endpoints else "none (a kamaji-etcd release)"
+    )
+    if dedicated.deploys_kamaji_etcd:
+        shape["dataStore.dedicated.replicas"] = str(dedicated.replicas)
+        shape["dataStore.dedicated.storageSize"] = dedicated.storage_size
+        shape["dataStore.dedicated.storageClassName"] = (
+            dedicated.storage_class_name or "(the cluster's default)"
+        )
+    return shape
+
+
+def datastore_shape_annotation(tenant: Tenant) -> dict[str, str]:
+    return {DATASTORE_SHAPE_ANNOTATION: json.dumps(datastore_shape(tenant), sort_keys=True)}
+
+
+def deployed_datastore_shape(metadata: Any) -> dict[str, str] | None:
+    """The shape a live control-plane object was deployed with; None where it carries none (in
+    a preview of a first deployment, or an object deployed before the annotation existed)."""
+    if not isinstance(metadata, Mapping):
+        return None
+    annotations = metadata.get("annotations")
+    text = annotations.get(DATASTORE_SHAPE_ANNOTATION) if isinstance(annotations, Mapping) else None
+    if not isinstance(text, str):
+        return None
+    shape = json.loads(text)
+    return {str(key): str(value) for key, value in shape.items()}
+
+
+def datastore_shape_problem(
+    index: int, deployed: Mapping[str, str], wanted: Mapping[str, str]
+) -> str | None:
+    """One line naming the first key of ``tenants[index].dataStore`` that differs from what the
+    running tenant was created with, and the supported way; None when nothing differs."""
+    changed = sorted(k for k in deployed.keys() | wanted.keys() if deployed.get(k) != wanted.get(k))
+    if not changed:
+        return None
+    key = changed[0]
+    return (
+        f"tenants[{index}].{key}: {deployed.get(key, '(not set)')} -> "
+        f"{wanted.get(key, '(not set)')} cannot be applied to a running tenant (its datastore's "
+        "binding, schema, user, members and volumes are fixed at creation): keep the deployed "
+        "value; to move a tenant to another datastore see docs/configuration.md, "
+        '"Fixed at creation"'
+    )
+
+
 def dedicated_etcd_name(tenant_name: str) -> str:
     """Name of a tenant's dedicated kamaji-etcd: Helm release, workloads and DataStore."""
     return f"{tenant_name}-etcd"
@@ -224,7 +296,10 @@ def tenant_control_plane(
             "name": tenant.name,
             "namespace": namespace,
             "labels": tenant_labels(tenant.name),
-            "annotations": {WAIT_FOR_ANNOTATION: TCP_READY_CONDITION},
+            "annotations": {
+                WAIT_FOR_ANNOTATION: TCP_READY_CONDITION,
+                **datastore_shape_annotation(tenant),
+            },
         },
         "spec": {
             "dataStore": data_store_name(tenant),

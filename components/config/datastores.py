@@ -67,12 +67,16 @@ class DedicatedDataStore(_ServerAccess):
     driver: Literal["etcd", "PostgreSQL", "MySQL", "NATS"] = Field(
         default="etcd", description="etcd is deployed per tenant; others are external"
     )
-    replicas: PositiveInt = Field(default=3, description="kamaji-etcd members (etcd only)")
-    storage_size: str = Field(default="8Gi", description="kamaji-etcd PVC size (etcd only)")
+    replicas: PositiveInt = Field(
+        default=3, description="kamaji-etcd members, an odd number (etcd only; fixed at creation)"
+    )
+    storage_size: str = Field(
+        default="8Gi", description="kamaji-etcd PVC size (etcd only; fixed at creation)"
+    )
     storage_class_name: str | None = Field(
         default=None,
-        description="kamaji-etcd PVC StorageClass (etcd only); default: the management "
-        "cluster's default StorageClass, which must then exist",
+        description="kamaji-etcd PVC StorageClass (etcd only; fixed at creation); default: the "
+        "management cluster's default StorageClass, which must then exist",
     )
     endpoints: list[str] = Field(
         default_factory=list, description="external servers; empty = deploy kamaji-etcd"
@@ -93,6 +97,17 @@ class DedicatedDataStore(_ServerAccess):
                 "an external DataStore needs credentialsConfigKey naming a secret config value"
             )
         return self
+
+    @field_validator("replicas")
+    @classmethod
+    def _odd_members(cls, value: int) -> int:
+        # etcd's quorum is a majority: 2 members tolerate no failure (as 1 does), 4 one (as 3).
+        if value % 2 == 0:
+            raise ValueError(
+                f"{value} etcd members tolerate no more failures than {value - 1}: use an odd "
+                "number (1, 3 or 5)"
+            )
+        return value
 
     @field_validator("storage_size")
     @classmethod
@@ -128,8 +143,10 @@ class DataStoreBinding(_Model):
     dedicated: DedicatedDataStore | None = Field(
         default=None, description="a DataStore serving this tenant only"
     )
-    schema_name: str = Field(alias="schema", description="etcd prefix / SQL database")
-    username: str = Field(description="datastore user (etcd user / SQL role)")
+    schema_name: str = Field(
+        alias="schema", description="etcd prefix / SQL database (fixed at creation)"
+    )
+    username: str = Field(description="datastore user (etcd user / SQL role; fixed at creation)")
 
     @field_validator("schema_name", "username")
     @classmethod

@@ -29,6 +29,7 @@ from components.tenant_specs import (
     addons,
     control_plane_resources,
     data_store_name,
+    datastore_shape_annotation,
     kubernetes_spec,
     service_annotations,
     tenant_labels,
@@ -99,7 +100,10 @@ def kamaji_control_plane(
             "name": tenant.name,
             "namespace": namespace,
             "labels": tenant_labels(tenant.name),
-            "annotations": {WAIT_FOR_ANNOTATION: KCP_READY_CONDITION},
+            "annotations": {
+                WAIT_FOR_ANNOTATION: KCP_READY_CONDITION,
+                **datastore_shape_annotation(tenant),
+            },
         },
         "spec": spec,
     }

@@ -516,6 +516,17 @@ def test_cluster_domain_and_storage_class_are_validated() -> None:
     )
 
 
+@pytest.mark.parametrize("members", [2, 4])
+def test_a_dedicated_etcd_has_an_odd_number_of_members(members: int) -> None:
+    raw = stack_platform("prod")
+    raw["tenants"][0]["dataStore"]["dedicated"]["replicas"] = members
+    expect_error(
+        raw,
+        "tenants[0].dataStore.dedicated.replicas",
+        f"{members} etcd members tolerate no more failures than {members - 1}",
+    )
+
+
 def test_an_external_datastore_has_no_storage_class() -> None:
     raw = stack_platform("prod")
     raw["tenants"][2]["dataStore"]["dedicated"]["storageClassName"] = "fast"

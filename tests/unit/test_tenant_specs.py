@@ -23,7 +23,10 @@ from components.stack import parse_platform
 from components.tenant_specs import (
     data_store_name,
     datastore_secret_data,
+    datastore_shape,
+    datastore_shape_problem,
     decode_kubeconfig,
+    deployed_datastore_shape,
     external_datastore,
     gpu_limits,
     kubeconfig_address,
@@ -222,9 +225,35 @@ def test_control_plane_replicas_and_resources_come_from_config() -> None:
 
 def test_tenant_control_plane_is_awaited_until_ready() -> None:
     annotations = _tcp()["metadata"]["annotations"]
-    assert annotations == {
-        "pulumi.com/waitFor": "jsonpath={.status.kubernetesResources.version.status}=Ready"
+    assert annotations["pulumi.com/waitFor"] == (
+        "jsonpath={.status.kubernetesResources.version.status}=Ready"
+    )
+    assert set(annotations) == {"pulumi.com/waitFor", "gpu-platform.io/datastore-shape"}
+
+
+def test_the_datastore_shape_names_every_key_fixed_at_creation() -> None:
+    """What the next preview compares (issue 39): read back from the live object, equal for an
+    unchanged tenant, one line naming the first changed key otherwise."""
+    tenant = PROD.tenants[0]
+    shape = deployed_datastore_shape(_kcp(tenant)["metadata"])
+    assert shape == {
+        "dataStore.schema": "team_vision",
+        "dataStore.username": "team_vision",
+        "dataStore.dedicated.driver": "etcd",
+        "dataStore.dedicated.endpoints": "none (a kamaji-etcd release)",
+        "dataStore.dedicated.replicas": "3",
+        "dataStore.dedicated.storageSize": "16Gi",
+        "dataStore.dedicated.storageClassName": "(the cluster's default)",
     }
+    assert datastore_shape_problem(0, shape, datastore_shape(tenant)) is None
+    external = datastore_shape(PROD.tenants[2])
+    assert external["dataStore.dedicated.endpoints"] == "external"
+    assert "dataStore.dedicated.replicas" not in external
+    problem = datastore_shape_problem(0, shape, external)
+    assert problem is not None
+    assert problem.startswith("tenants[0].dataStore.dedicated.driver: etcd -> PostgreSQL ")
+    assert deployed_datastore_shape({"annotations": {}}) is None
+    assert deployed_datastore_shape(None) is None
 
 
 # -------------------------------------------------------------------- Cluster API (prod)

@@ -1,0 +1,119 @@
+"""Day-2 changes (issue 39): what a platform team changes on a running stack, tried as a preview
+of an update of the deployed stack (``evaluate(stack, True, prior=<deployed>)``, see
+tests/support/harness_runner.PriorState): each change is either planned in place or refused at
+preview with one line naming the key and the supported way.
+
+The datastore keys fixed at creation are read back from the live control-plane object (its
+``gpu-platform.io/datastore-shape`` annotation, ``components.tenant_specs``), the way the
+served-version gate reads the running version.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.support.harness import Recording, evaluate, load_stack_config
+
+PLATFORM = "gpu-platform:platform"
+
+
+def _changed(stack: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    config = copy.deepcopy(load_stack_config(stack))
+    change(config[PLATFORM]["tenants"][0])
+    return config
+
+
+def _preview(
+    stack: str,
+    recordings: Callable[[str, bool], Recording],
+    change: Callable[[dict[str, Any]], None],
+) -> Recording:
+    return evaluate(stack, True, config=_changed(stack, change), prior=recordings(stack, False))
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(tenant: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = tenant
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+
+    return change
+
+
+FIXED = [
+    (
+        "lab",
+        "dataStore.schema",
+        "tenant_a_v2",
+        "tenants[0].dataStore.schema: tenant_a -> tenant_a_v2",
+    ),
+    (
+        "lab",
+        "dataStore.username",
+        "tenant_x",
+        "tenants[0].dataStore.username: tenant_a -> tenant_x",
+    ),
+    ("prod", "dataStore.dedicated.replicas", 5, "tenants[0].dataStore.dedicated.replicas: 3 -> 5"),
+    ("prod", "dataStore.dedicated.replicas", 1, "tenants[0].dataStore.dedicated.replicas: 3 -> 1"),
+    (
+        "prod",
+        "dataStore.dedicated.storageSize",
+        "32Gi",
+        "tenants[0].dataStore.dedicated.storageSize: 16Gi -> 32Gi",
+    ),
+    (
+        "prod",
+        "dataStore.dedicated.storageClassName",
+        "local-nvme",
+        "tenants[0].dataStore.dedicated.storageClassName: (the cluster's default) -> local-nvme",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("stack", "key", "value", "line"), FIXED, ids=[f"{s}-{k}-{v}" for s, k, v, _ in FIXED]
+)
+def test_a_datastore_key_fixed_at_creation_is_refused_at_preview(
+    stack: str, key: str, value: Any, line: str, recordings: Callable[[str, bool], Recording]
+) -> None:
+    preview = _preview(stack, recordings, _set(key, value))
+    assert preview.error is not None, f"{key} -> {value} was planned on a running tenant"
+    assert line in preview.error
+    assert "docs/configuration.md" in preview.error
+
+
+def test_moving_a_tenant_to_another_datastore_is_refused_at_preview(
+    recordings: Callable[[str, bool], Recording],
+) -> None:
+    def dedicated(tenant: dict[str, Any]) -> None:
+        tenant["dataStore"] = {
+            "dedicated": {"driver": "etcd", "replicas": 3},
+            "schema": tenant["dataStore"]["schema"],
+            "username": tenant["dataStore"]["username"],
+        }
+
+    preview = _preview("lab", recordings, dedicated)
+    assert preview.error is not None
+    assert "tenants[0].dataStore.dedicated.driver: (not set) -> etcd" in preview.error
+
+
+def test_the_same_datastore_on_a_running_tenant_plans_no_change(
+    recordings: Callable[[str, bool], Recording],
+) -> None:
+    """The check can pass: an unchanged datastore with another change (the control plane's
+    replicas, changed in place) is planned."""
+    preview = _preview("prod", recordings, _set("controlPlane.replicas", 2))
+    assert preview.error is None, preview.error
+    assert preview.named("team-vision-control-plane").step == "update"
+
+
+def test_a_first_deployment_has_nothing_to_compare_against() -> None:
+    config = _changed("prod", _set("dataStore.dedicated.replicas", 5))
+    preview = evaluate("prod", True, config=config)
+    assert preview.error is None, preview.error
