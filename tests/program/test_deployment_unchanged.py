@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "21834e24aff485b8fdd5930cb890e4b887cdd016"
+BASELINE = "f50f434698af6db0bd26f3d37d8e7c8a798d5632"
 
 
 def _has_commit(commit: str) -> bool:
