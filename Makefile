@@ -108,6 +108,10 @@ tools: ## Check the tools a target needs are on PATH (make tools TOOLS_FOR=lab):
 preflight: venv ## Check this host can run the lab (Docker, Linux, CPUs, memory, disk, kind, kubectl)
 	$(BIN)/python -m components.lab.preflight
 
+.PHONY: validate
+validate: venv ## Check STACK's stack file offline in seconds: config, the program under mocks, the policy pack (FILE=another stack file)
+	$(BIN)/python scripts/validate.py --stack $(STACK) $(if $(FILE),--file $(FILE))
+
 .PHONY: lab
 # `up` runs with the policy pack and the lab's policy config, the form preview.yml and
 # lab-e2e.yml use: the pack guards the deployment itself, not only PR previews (the CLI's `up`
