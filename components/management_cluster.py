@@ -155,6 +155,7 @@ class ManagementCluster(pulumi.ComponentResource):
                 name,
                 retention=platform.metrics.retention,
                 scrape_interval=platform.metrics.scrape_interval,
+                alertmanagers=platform.metrics.alertmanagers,
                 kamaji_namespace=KAMAJI_NAMESPACE,
                 storage=substrate.metrics_storage(platform),
                 opts=site.k8s_opts,

@@ -92,6 +92,9 @@ def render(rows: list[usage.TenantUsage], fmt: str, window: str, end: datetime) 
 
 
 def run(args: argparse.Namespace, query: Query, end: datetime) -> int:
+    warning = usage.coverage_warning(args.window, end, usage.oldest_sample(query))
+    if warning is not None:
+        print(warning, file=sys.stderr)
     rows = usage.report(args.window, query)
     text = render(rows, args.format, args.window, end)
     if args.output:

@@ -12,6 +12,10 @@ from components.config.base import STORAGE_QUANTITY, _matching, _Model
 PROMETHEUS_DURATION = re.compile(r"^(?=\d)(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?$")
 
 
+# An Alertmanager's base URL: scheme, host[:port], an optional path prefix; no query, no user.
+ALERTMANAGER_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?$")
+
+
 class MetricsSettings(_Model):
     """The metrics stack in the management cluster and one collecting agent per tenant."""
 
@@ -20,10 +24,17 @@ class MetricsSettings(_Model):
         description="deploy the central Prometheus, Grafana and one agent per tenant",
     )
     retention: str = Field(
-        default="15d", description="how long the central Prometheus keeps samples"
+        default="40d",
+        description="how long the central Prometheus keeps samples: a monthly bill's 31 days "
+        "and margin (make usage warns when a window reaches past what it holds)",
     )
     scrape_interval: str = Field(
         default="30s", description="how often every agent scrapes HAMi (and DCGM, prod)"
+    )
+    alertmanagers: list[str] = Field(
+        default_factory=list,
+        description="base URLs (http(s)://host:port[/prefix]) of Alertmanagers the central "
+        "Prometheus sends its metering alerts to; none: they show on its /alerts page only",
     )
     storage_size: str = Field(
         default="20Gi",
@@ -34,6 +45,13 @@ class MetricsSettings(_Model):
     @classmethod
     def _duration(cls, value: str) -> str:
         return _matching(value, PROMETHEUS_DURATION, "a Prometheus duration", "30s, 15d or 1h30m")
+
+    @field_validator("alertmanagers")
+    @classmethod
+    def _alertmanagers(cls, value: list[str]) -> list[str]:
+        for url in value:
+            _matching(url, ALERTMANAGER_URL, "an Alertmanager base URL", "http://alertmanager:9093")
+        return value
 
     @field_validator("storage_size")
     @classmethod

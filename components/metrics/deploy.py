@@ -60,6 +60,7 @@ def register_central(
     *,
     retention: str,
     scrape_interval: str,
+    alertmanagers: Sequence[str],
     kamaji_namespace: str,
     storage: MetricsStorage,
     opts: Callable[[Sequence[pulumi.Resource]], pulumi.ResourceOptions],
@@ -70,7 +71,7 @@ def register_central(
         typed_object(f"{name}-metrics-{claim['metadata']['name']}", claim, opts([ns]))
         for claim in storage.claims
     ]
-    config_map = objects.prometheus_config(scrape_interval, kamaji_namespace)
+    config_map = objects.prometheus_config(scrape_interval, kamaji_namespace, alertmanagers)
     config = typed_object(f"{name}-metrics-prometheus-config", config_map, opts([ns]))
     prometheus = typed_object(
         f"{name}-metrics-prometheus",

@@ -168,13 +168,16 @@ def namespace() -> dict[str, Any]:
     }
 
 
-def prometheus_config(scrape_interval: str, kamaji_namespace: str) -> dict[str, Any]:
+def prometheus_config(
+    scrape_interval: str, kamaji_namespace: str, alertmanagers: Sequence[str] = ()
+) -> dict[str, Any]:
+    config = scrape.central_config(scrape_interval, kamaji_namespace, alertmanagers)
     return _config_map(
         PROMETHEUS,
         METRICS_NAMESPACE,
         PROMETHEUS,
         {
-            "prometheus.yml": _yaml(scrape.central_config(scrape_interval, kamaji_namespace)),
+            "prometheus.yml": _yaml(config),
             scrape.RULES_FILE_NAME: _yaml(rules.rule_groups()),
         },
     )

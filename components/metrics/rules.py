@@ -21,6 +21,7 @@ way.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 RULE_INTERVAL_SECONDS = 60
@@ -120,6 +121,66 @@ def integral(gauge: str, window: str) -> str:
 HOURLY: tuple[tuple[str, str], ...] = tuple((hours_name(g), integral(g, "1h")) for g in CHARGED)
 
 
+@dataclass(frozen=True)
+class Alert:
+    """An alerting rule of the central Prometheus: what would leave a bill short."""
+
+    name: str
+    expr: str
+    after: str
+    """How long ``expr`` must hold (``for``)."""
+    summary: str
+    """The annotation, a Go template over the alert's labels."""
+
+
+# The jobs the platform's scrape configuration names (components.metrics.scrape; written here,
+# not imported: the rules are the lower layer).
+_SCRAPED = "hami-scheduler|hami-device-plugin|dcgm-exporter"
+_AGENT = 'up{job="gpu-metrics-agent"}'
+
+# A gap in the series is a gap in the bill: nothing re-evaluates a recording rule over samples
+# that arrive late or never (prometheus v3.5.0 rules/group.go evaluates at the group's own
+# time only). These say when one opens, for whom, and why.
+ALERTS: tuple[Alert, ...] = (
+    Alert(
+        "GpuMetricsTargetDown",
+        f'up{{job=~"{_SCRAPED}"}} == 0',
+        "5m",
+        "{{ $labels.tenant }}: {{ $labels.job }} pod {{ $labels.instance }} cannot be scraped "
+        "through the tenant's API server: what it reports is not metered while this lasts",
+    ),
+    Alert(
+        "GpuMetricsAgentSilent",
+        f"group by (tenant) (max_over_time({_AGENT}[1d])) unless group by (tenant) ({_AGENT})",
+        "5m",
+        "{{ $labels.tenant }}: its metrics agent sent nothing for 5 minutes (the agent is down "
+        "or its remote write fails): nothing of this tenant is metered",
+    ),
+    Alert(
+        "GpuHamiSchedulerNotScraped",
+        f'group by (tenant) ({_AGENT}) unless group by (tenant) (up{{job="hami-scheduler"}} == 1)',
+        "10m",
+        "{{ $labels.tenant }}: its agent runs but scrapes no HAMi scheduler (HAMi down, or "
+        "not discoverable): the tenant's GPU grants are not billed",
+    ),
+    Alert(
+        "GpuMetricsSamplesDropped",
+        "increase(prometheus_remote_storage_samples_failed_total"
+        '{job="gpu-metrics-agent"}[10m]) > 0',
+        "0m",
+        "{{ $labels.tenant }}: the central Prometheus refused samples of this tenant's agent "
+        "(too old or out of order after an outage): they are lost from the bill",
+    ),
+    Alert(
+        "GpuChargebackRulesFailing",
+        'increase(prometheus_rule_evaluation_failures_total{job="prometheus"}[10m]) > 0',
+        "0m",
+        "the chargeback rules of group {{ $labels.rule_group }} fail to evaluate: the "
+        "recorded series have a gap",
+    ),
+)
+
+
 def rule_groups() -> dict[str, Any]:
     """The rule file (Prometheus' rule file format): the gauges, then the hourly integrals,
     which read an hour of them. Groups are evaluated independently, each at its own offset
@@ -138,6 +199,20 @@ def rule_groups() -> dict[str, Any]:
                 "interval": interval,
                 "rules": [{"record": name, "expr": expr} for name, expr in HOURLY],
             },
+            {
+                "name": "gpu-platform-metering-alerts",
+                "interval": interval,
+                "rules": [
+                    {
+                        "alert": alert.name,
+                        "expr": alert.expr,
+                        "for": alert.after,
+                        "labels": {"severity": "warning"},
+                        "annotations": {"summary": alert.summary},
+                    }
+                    for alert in ALERTS
+                ],
+            },
         ]
     }
 
@@ -147,4 +222,4 @@ def recorded_names() -> tuple[str, ...]:
 
 
 def expressions() -> tuple[str, ...]:
-    return tuple(expr for _, expr in (*GAUGES, *HOURLY))
+    return (*(expr for _, expr in (*GAUGES, *HOURLY)), *(alert.expr for alert in ALERTS))

@@ -31,6 +31,7 @@ tenant), so ``tcp_name`` is copied into ``tenant``.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,10 @@ CONFIG_DIR = "/etc/prometheus"
 CONFIG_FILE = f"{CONFIG_DIR}/prometheus.yml"
 RULES_FILE_NAME = "gpu-platform-rules.yml"
 PROMETHEUS_PORT = 9090
+# Each Prometheus scrapes itself (its own /metrics) under these jobs, keeping only what the
+# alerts and ``make usage`` read (``self_job``).
+AGENT_JOB = "gpu-metrics-agent"
+CENTRAL_JOB = "prometheus"
 # Kamaji's metrics Service: release "kamaji" (management_values.KAMAJI_RELEASE) -> fullname
 # "kamaji" -> "<fullname>-metrics-service" (charts/kamaji/templates/_helpers.tpl:73-77), port 8080.
 KAMAJI_METRICS_SERVICE = "kamaji-metrics-service"
@@ -151,14 +156,36 @@ def agent_config(
             "scrape_interval": scrape_interval,
             "external_labels": {TENANT_LABEL: tenant},
         },
-        "scrape_configs": [job(source) for source in sources],
+        "scrape_configs": [
+            *(job(source) for source in sources),
+            # Its own remote write: an ``up`` per tenant the central server sees as long as the
+            # agent runs and its writes arrive, and the samples the central server refused.
+            self_job(AGENT_JOB, ("prometheus_remote_storage_samples_failed_total",), tenant),
+        ],
         "remote_write": [{"url": remote_write_url}],
     }
 
 
-def central_config(scrape_interval: str, kamaji_namespace: str) -> dict[str, Any]:
-    """prometheus.yml of the central Prometheus: the rules, Kamaji, itself."""
+def self_job(job: str, kept: Sequence[str], tenant: str | None = None) -> dict[str, Any]:
+    """A Prometheus scraping its own /metrics, keeping only ``kept`` (its ``up`` is kept
+    whatever the filter: scrape/scrape.go:721-735 at prometheus v3.5.0)."""
+    labels = {"source": job, **({TENANT_LABEL: tenant} if tenant else {})}
     return {
+        "job_name": job,
+        "honor_labels": False,
+        "static_configs": [{"targets": [f"localhost:{PROMETHEUS_PORT}"], "labels": labels}],
+        "metric_relabel_configs": [
+            {"source_labels": ["__name__"], "regex": "|".join(kept), "action": "keep"}
+        ],
+    }
+
+
+def central_config(
+    scrape_interval: str, kamaji_namespace: str, alertmanagers: Sequence[str] = ()
+) -> dict[str, Any]:
+    """prometheus.yml of the central Prometheus: the rules and alerts, Kamaji, itself, and
+    where alerts go (``alertmanagers``, base URLs; none: only its own /alerts page)."""
+    config: dict[str, Any] = {
         "global": {"scrape_interval": scrape_interval},
         "rule_files": [f"{CONFIG_DIR}/{RULES_FILE_NAME}"],
         "scrape_configs": [
@@ -182,8 +209,33 @@ def central_config(scrape_interval: str, kamaji_namespace: str) -> dict[str, Any
                     }
                 ],
             },
+            self_job(
+                CENTRAL_JOB,
+                (
+                    "prometheus_rule_evaluation_failures_total",
+                    "prometheus_tsdb_lowest_timestamp_seconds",
+                    "prometheus_tsdb_retention_limit_seconds",
+                ),
+            ),
         ],
     }
+    if alertmanagers:
+        config["alerting"] = {"alertmanagers": [alertmanager(url) for url in alertmanagers]}
+    return config
+
+
+def alertmanager(url: str) -> dict[str, Any]:
+    """One ``alerting.alertmanagers`` entry for an Alertmanager's base URL
+    (``http(s)://host:port[/prefix]``; prometheus v3.5.0 config/config.go AlertmanagerConfig:
+    scheme, path_prefix, static_configs)."""
+    parsed = urllib.parse.urlsplit(url)
+    entry: dict[str, Any] = {
+        "scheme": parsed.scheme,
+        "static_configs": [{"targets": [parsed.netloc]}],
+    }
+    if parsed.path.strip("/"):
+        entry["path_prefix"] = parsed.path
+    return entry
 
 
 # HAMi inside every tenant (release "hami" in HAMI_NAMESPACE, components.tenant_values): the

@@ -35,6 +35,8 @@ _DCGM_LABELS = (
     "internal/pkg/collector/gpu_collector.go:167, internal/pkg/transformation/const.go:21-23"
 )
 
+PROMETHEUS_SERIES = "prometheus/prometheus v3.5.0"
+
 # The HAMi scheduler registers its collector under a constant ``zone="vGPU"`` label
 # (cmd/scheduler/metrics.go:409, initMetrics :417).
 _ZONE = ("zone",)
@@ -148,6 +150,32 @@ TRACED: Mapping[str, Series] = MappingProxyType(
                 "kamaji_certificates_current",
                 ("tcp_namespace", "tcp_name", "status", "strategy"),
                 f"{_KAMAJI}:195-200",
+            ),
+            # Prometheus' own: a scrape's health, written for every target and left alone by
+            # metric_relabel_configs (scrape/scrape.go:721-735); the central server's rules and
+            # store (its ``prometheus`` job) and an agent's remote write (its
+            # ``gpu-metrics-agent`` job), which the alerts read.
+            Series("up", (), f"{PROMETHEUS_SERIES} scrape/scrape.go:2037-2038"),
+            Series(
+                "prometheus_rule_evaluation_failures_total",
+                ("rule_group",),
+                f"{PROMETHEUS_SERIES} rules/group.go:970-976",
+            ),
+            Series(
+                "prometheus_tsdb_lowest_timestamp_seconds",
+                (),
+                f"{PROMETHEUS_SERIES} cmd/prometheus/main.go:1451-1453",
+            ),
+            Series(
+                "prometheus_tsdb_retention_limit_seconds",
+                (),
+                f"{PROMETHEUS_SERIES} tsdb/db.go:381-384",
+            ),
+            Series(
+                "prometheus_remote_storage_samples_failed_total",
+                ("remote_name", "url"),
+                f"{PROMETHEUS_SERIES} storage/remote/queue_manager.go:136-141 "
+                "(labels storage/remote/storage.go:38-43)",
             ),
             # DCGM exporter (prod only, :9400): measured use of whole cards.
             Series(

@@ -74,6 +74,44 @@ def vector(response: Mapping[str, Any]) -> dict[str, float]:
     return result
 
 
+# The oldest sample the central Prometheus holds (its own series, kept by its ``prometheus``
+# job: components.metrics.scrape.self_job).
+OLDEST_SAMPLE_QUERY = 'min(prometheus_tsdb_lowest_timestamp_seconds{job="prometheus"})'
+
+
+def oldest_sample(query: Callable[[str], Mapping[str, Any]]) -> float | None:
+    """Seconds since the epoch of the oldest sample the store holds; None when it cannot say
+    (an older deployment without the server's own job, or an error)."""
+    try:
+        response = query(OLDEST_SAMPLE_QUERY)
+    except (OSError, ValueError):
+        return None
+    data = response.get("data") or {}
+    if response.get("status") != "success" or data.get("resultType") != "vector":
+        return None
+    samples = data.get("result") or []
+    return float(samples[0]["value"][1]) if samples else None
+
+
+def coverage_warning(window: str, end: datetime, oldest: float | None) -> str | None:
+    """A line for the report's reader when the window reaches past what the store holds
+    (``metrics.retention``, or a store younger than the window): those hours are not billed."""
+    start = end.timestamp() - window_seconds(window)
+    if oldest is None:
+        return (
+            "warning: the central Prometheus does not say how far back it holds samples: "
+            f"the {window} window may start before them"
+        )
+    if oldest <= start:
+        return None
+    missing = (oldest - start) / 3600
+    since = datetime.fromtimestamp(oldest, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (
+        f"warning: the central Prometheus holds samples from {since} only: the first "
+        f"{missing:.1f} h of the {window} window are not in this report (metrics.retention)"
+    )
+
+
 @dataclass(frozen=True)
 class TenantUsage:
     tenant: str

@@ -94,7 +94,7 @@ def test_every_tenant_has_its_own_agent_labelling_its_series(stack: str) -> None
         prometheus_yml = yaml.safe_load(config.inputs["data"]["prometheus.yml"])
         assert prometheus_yml["global"]["external_labels"] == {"tenant": tenant}
         jobs = {job["job_name"] for job in prometheus_yml["scrape_configs"]}
-        expected = {"hami-scheduler", "hami-device-plugin"}
+        expected = {"hami-scheduler", "hami-device-plugin", "gpu-metrics-agent"}  # and itself
         if stack == "prod":
             expected.add("dcgm-exporter")  # the GPU Operator's, in prod only
         assert jobs == expected

@@ -88,12 +88,25 @@ def _agent_config() -> dict[str, Any]:
     return config
 
 
+def _pod_jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The jobs that discover pods in the tenant (all but the agent's own)."""
+    return [j for j in config["scrape_configs"] if j["job_name"] != scrape.AGENT_JOB]
+
+
 def test_every_sample_an_agent_writes_carries_the_platforms_tenant_label() -> None:
     config = _agent_config()
     assert config["global"]["external_labels"] == {"tenant": "tenant-a"}
     assert config["remote_write"] == [{"url": objects.remote_write_url()}]
-    assert {job["job_name"] for job in config["scrape_configs"]} == {s.job for s in SOURCES}
-    for job in config["scrape_configs"]:
+    jobs = {job["job_name"] for job in config["scrape_configs"]}
+    assert jobs == {s.job for s in SOURCES} | {scrape.AGENT_JOB}
+    own = next(j for j in config["scrape_configs"] if j["job_name"] == scrape.AGENT_JOB)
+    assert own["static_configs"] == [
+        {
+            "targets": ["localhost:9090"],
+            "labels": {"source": scrape.AGENT_JOB, "tenant": "tenant-a"},
+        }
+    ]
+    for job in _pod_jobs(config):
         # honor_labels false: a scraped ``tenant`` label becomes ``exported_tenant``.
         assert job["honor_labels"] is False
         last = job["relabel_configs"][-1]
@@ -101,7 +114,7 @@ def test_every_sample_an_agent_writes_carries_the_platforms_tenant_label() -> No
 
 
 def test_agents_scrape_through_the_tenants_api_server_pod_proxy() -> None:
-    for job, source in zip(_agent_config()["scrape_configs"], SOURCES, strict=True):
+    for job, source in zip(_pod_jobs(_agent_config()), SOURCES, strict=True):
         sd = job["kubernetes_sd_configs"][0]
         assert sd["api_server"] == "https://tenant-a.tenant-a.svc:6443"
         assert sd["namespaces"] == {"names": [source.namespace]}
@@ -119,7 +132,7 @@ def test_agents_scrape_through_the_tenants_api_server_pod_proxy() -> None:
 def test_agents_keep_only_the_series_their_source_is_traced_to_export() -> None:
     """Issue 40: a pod matching a job's selector cannot add a series named like a recorded rule
     or another source's; Prometheus anchors the keep regex (``^(?s:…)$``)."""
-    for job, source in zip(_agent_config()["scrape_configs"], SOURCES, strict=True):
+    for job, source in zip(_pod_jobs(_agent_config()), SOURCES, strict=True):
         (keep,) = job["metric_relabel_configs"]
         assert keep["source_labels"] == ["__name__"]
         assert keep["action"] == "keep"

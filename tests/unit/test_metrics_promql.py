@@ -59,7 +59,7 @@ def _labels_of(metric: str) -> set[str]:
 ALL = [
     *(("rule", e) for e in rules.expressions()),
     *(("dashboard", e) for e in dashboards.expressions()),
-    *(("usage", e) for e in usage.queries("7d").values()),
+    *(("usage", e) for e in (*usage.queries("7d").values(), usage.OLDEST_SAMPLE_QUERY)),
 ]
 
 

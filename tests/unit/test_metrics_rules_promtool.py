@@ -269,3 +269,210 @@ def test_a_series_named_like_a_recorded_rule_is_not_billed(tmp_path: Path) -> No
         _test_file(tmp_path, rules.rule_groups(), [*tests, *_expected_hours()], forged)
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ------------------------------------------------------------------- alerts: gaps in the bill
+
+
+def _render(summary: str, labels: dict[str, str]) -> str:
+    for key, value in labels.items():
+        summary = summary.replace(f"{{{{ $labels.{key} }}}}", value)
+    assert "{{" not in summary, summary
+    return summary
+
+
+def _firing(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    alert = next(a for a in rules.ALERTS if a.name == name)
+    with_severity = {**labels, "severity": "warning"}
+    return {
+        "exp_labels": with_severity,
+        "exp_annotations": {"summary": _render(alert.summary, labels)},
+    }
+
+
+def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+    text = ",".join(f'{key}="{value}"' for key, value in labels.items())
+    return {"series": f"{name}{{{text}}}", "values": values}
+
+
+SCHEDULER_A = {
+    "job": "hami-scheduler",
+    "instance": "hami-scheduler-7d9c5-abcde",
+    "source": "hami-scheduler",
+    "tenant": "tenant-a",
+}
+
+
+def _agent(tenant: str) -> dict[str, str]:
+    return {
+        "job": "gpu-metrics-agent",
+        "instance": "localhost:9090",
+        "source": "gpu-metrics-agent",
+        "tenant": tenant,
+    }
+
+
+ALERT_CASES: list[tuple[str, list[dict[str, str]], str, dict[str, list[dict[str, Any]]]]] = [
+    (
+        "healthy: a tenant scraped, its agent writing, nothing refused or failing",
+        [
+            _series("up", SCHEDULER_A, "1x40"),
+            _series("up", _agent("tenant-a"), "1x40"),
+            _series(
+                "prometheus_remote_storage_samples_failed_total",
+                {**_agent("tenant-a"), "remote_name": "1a2b3c", "url": "http://x/api/v1/write"},
+                "0x40",
+            ),
+        ],
+        "30m",
+        {alert.name: [] for alert in rules.ALERTS},
+    ),
+    (
+        "HAMi's scheduler cannot be scraped",
+        [_series("up", SCHEDULER_A, "1x5 0x35"), _series("up", _agent("tenant-a"), "1x40")],
+        "20m",
+        {"GpuMetricsTargetDown": [_firing("GpuMetricsTargetDown", SCHEDULER_A)]},
+    ),
+    (
+        "tenant-b's agent stops writing; tenant-a's goes on",
+        [
+            _series("up", _agent("tenant-b"), "1x10 stale"),
+            _series("up", _agent("tenant-a"), "1x40"),
+            _series("up", SCHEDULER_A, "1x40"),
+        ],
+        "20m",
+        {
+            "GpuMetricsAgentSilent": [_firing("GpuMetricsAgentSilent", {"tenant": "tenant-b"})],
+            "GpuHamiSchedulerNotScraped": [],
+        },
+    ),
+    (
+        "an agent writes but no HAMi scheduler of its tenant is scraped",
+        [_series("up", _agent("tenant-c"), "1x40")],
+        "15m",
+        {
+            "GpuHamiSchedulerNotScraped": [
+                _firing("GpuHamiSchedulerNotScraped", {"tenant": "tenant-c"})
+            ]
+        },
+    ),
+    (
+        "the central server refuses an agent's samples",
+        [
+            _series(
+                "prometheus_remote_storage_samples_failed_total",
+                {**_agent("tenant-a"), "remote_name": "1a2b3c", "url": "http://x/api/v1/write"},
+                "0 0 0 500 900 900 900",
+            )
+        ],
+        "5m",
+        {
+            "GpuMetricsSamplesDropped": [
+                _firing(
+                    "GpuMetricsSamplesDropped",
+                    {**_agent("tenant-a"), "remote_name": "1a2b3c", "url": "http://x/api/v1/write"},
+                )
+            ]
+        },
+    ),
+    (
+        "a chargeback rule fails to evaluate",
+        [
+            _series(
+                "prometheus_rule_evaluation_failures_total",
+                {
+                    "job": "prometheus",
+                    "instance": "localhost:9090",
+                    "source": "prometheus",
+                    "rule_group": "gpu-platform-tenant-gpu",
+                },
+                "0 0 2 2 2 2",
+            )
+        ],
+        "4m",
+        {
+            "GpuChargebackRulesFailing": [
+                _firing(
+                    "GpuChargebackRulesFailing",
+                    {
+                        "job": "prometheus",
+                        "instance": "localhost:9090",
+                        "source": "prometheus",
+                        "rule_group": "gpu-platform-tenant-gpu",
+                    },
+                )
+            ]
+        },
+    ),
+]
+
+
+def _alert_file(tmp_path: Path, groups: dict[str, Any]) -> Path:
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(groups, sort_keys=False))
+    tests = [
+        {
+            "name": title,
+            "interval": "1m",
+            "input_series": series,
+            "alert_rule_test": [
+                {"eval_time": at, "alertname": name, "exp_alerts": alerts}
+                for name, alerts in expected.items()
+            ],
+        }
+        for title, series, at, expected in ALERT_CASES
+    ]
+    document = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": f"{rules.RULE_INTERVAL_SECONDS}s",
+        "tests": tests,
+    }
+    path = tmp_path / "alerts.yml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def test_the_alerts_fire_exactly_where_the_bill_has_a_gap(tmp_path: Path) -> None:
+    """Issue 40: a scrape that fails, an agent that stops writing, a tenant whose HAMi is not
+    scraped, samples the central server refused, rules that fail: each fires its alert for
+    the tenant concerned, and a healthy tenant fires none."""
+    result = _promtool(_alert_file(tmp_path, rules.rule_groups()))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_alert_that_cannot_fire_fails(tmp_path: Path) -> None:
+    groups = rules.rule_groups()
+    alerts = next(g for g in groups["groups"] if g["name"] == "gpu-platform-metering-alerts")
+    alerts["rules"][0]["expr"] += " and on() vector(0) > 1"  # never true
+    assert _promtool(_alert_file(tmp_path, groups)).returncode != 0
+
+
+def test_the_central_configuration_with_alertmanagers_passes_promtools_check(
+    tmp_path: Path,
+) -> None:
+    """The central server's prometheus.yml as deployed (its own job, Kamaji's, an Alertmanager
+    from ``metrics.alertmanagers``) and its rule file, under ``promtool check config``. (Debian's
+    promtool lacks Kubernetes service discovery, so the agents' files cannot be checked here.)"""
+    from components.metrics import objects, scrape
+
+    data = objects.prometheus_config(
+        "30s", "kamaji-system", ["http://alertmanager.monitoring.svc:9093", "https://am.x/p"]
+    )["data"]
+    central = yaml.safe_load(data["prometheus.yml"])
+    assert central["alerting"]["alertmanagers"] == [
+        {"scheme": "http", "static_configs": [{"targets": ["alertmanager.monitoring.svc:9093"]}]},
+        {"scheme": "https", "static_configs": [{"targets": ["am.x"]}], "path_prefix": "/p"},
+    ]
+    assert [job["job_name"] for job in central["scrape_configs"]] == ["kamaji", scrape.CENTRAL_JOB]
+    central["rule_files"] = ["rules.yml"]
+    (tmp_path / "rules.yml").write_text(data[scrape.RULES_FILE_NAME])
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(central))
+    assert PROMTOOL is not None
+    result = subprocess.run(
+        [PROMTOOL, "check", "config", "prometheus.yml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 17 rules found" in result.stdout

@@ -167,3 +167,27 @@ def test_the_command_refuses_a_bad_window(
 ) -> None:
     assert _script().main(["--prometheus", prometheus, "--window", "soon"]) == 2
     assert "window" in capsys.readouterr().err
+
+
+def _oldest(value: float | None) -> Any:
+    def query(expr: str) -> Mapping[str, Any]:
+        assert expr == usage.OLDEST_SAMPLE_QUERY
+        result = [] if value is None else [{"metric": {}, "value": [0, str(value)]}]
+        return {"status": "success", "data": {"resultType": "vector", "result": result}}
+
+    return query
+
+
+def test_a_window_reaching_past_the_stores_oldest_sample_is_warned_about() -> None:
+    """Issue 40: a 30-day bill on a store that keeps 15 days silently billed half a month."""
+    end = datetime(2026, 12, 1, tzinfo=UTC)
+    fifteen_days_ago = end.timestamp() - 15 * 86400
+    oldest = usage.oldest_sample(_oldest(fifteen_days_ago))
+    warning = usage.coverage_warning("30d", end, oldest)
+    assert warning is not None
+    assert "holds samples from 2026-11-16T00:00:00Z only" in warning
+    assert "the first 360.0 h of the 30d window are not in this report" in warning
+    assert usage.coverage_warning("7d", end, oldest) is None
+    unknown = usage.coverage_warning("7d", end, usage.oldest_sample(_oldest(None)))
+    assert unknown is not None
+    assert "does not say" in unknown
