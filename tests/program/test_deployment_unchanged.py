@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "f50f434698af6db0bd26f3d37d8e7c8a798d5632"
+BASELINE = "7618c775040aac1752cee2d17bf5c8a914f0aefd"
 
 
 def _has_commit(commit: str) -> bool:
