@@ -108,6 +108,17 @@ tools: ## Check the tools a target needs are on PATH (make tools TOOLS_FOR=lab):
 preflight: venv ## Check this host can run the lab (Docker, Linux, CPUs, memory, disk, kind, kubectl)
 	$(BIN)/python -m components.lab.preflight
 
+# make tenant-user (docs/tenant-users.md): TENANT (below), MEMBER, NAMESPACES and where from/to.
+MEMBER ?=
+ADMIN_KUBECONFIG ?=
+TOKEN_DURATION ?= 24h
+.PHONY: tenant-user
+tenant-user: ## A namespace-scoped kubeconfig for a tenant's team member: TENANT=tenant-a MEMBER=alice NAMESPACES=ml,inference (edit there only; ADMIN_KUBECONFIG=, OUTPUT=, TOKEN_DURATION=24h)
+	@TENANT_KUBECONFIG="$(or $(ADMIN_KUBECONFIG),$(KUBECONFIG_DIR)/$(TENANT).yaml)" \
+	  TEAM_MEMBER="$(MEMBER)" NAMESPACES="$(NAMESPACES)" \
+	  OUTPUT="$(or $(OUTPUT),$(KUBECONFIG_DIR)/$(TENANT)-$(MEMBER).yaml)" \
+	  TOKEN_DURATION="$(TOKEN_DURATION)" bash scripts/tenant/user-kubeconfig.sh
+
 .PHONY: validate
 validate: venv ## Check STACK's stack file offline in seconds: config, the program under mocks, the policy pack (FILE=another stack file)
 	$(BIN)/python scripts/validate.py --stack $(STACK) $(if $(FILE),--file $(FILE))
