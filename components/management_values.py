@@ -140,6 +140,7 @@ def kamaji_etcd_values(
     claim: Mapping[str, str] | None = None,
     datastore: bool = True,
     issuer: str | None = None,
+    quota_backend_bytes: int | None = None,
 ) -> Values:
     """Values of a kamaji-etcd release called ``name`` (its workloads, Secrets and DataStore are
     named so too): the management cluster's default etcd, or a tenant's dedicated one (prod).
@@ -156,15 +157,31 @@ def kamaji_etcd_values(
     kamaji-etcd builds its peer, certificate and DataStore endpoint names as
     ``<member>.<service>.<namespace>.svc.<clusterDomain>`` (templates/_helpers.tpl:183-214), so
     ``clusterDomain`` is the management cluster's own, always given. ``datastore``: whether the
-    chart creates the DataStore ``name`` (it needs Kamaji's CRD installed first)."""
+    chart creates the DataStore ``name`` (it needs Kamaji's CRD installed first).
+    ``quota_backend_bytes``: etcd's space quota (the chart's default is 8 GiB whatever the
+    volume, values.yaml:64-65, passed as --quota-backend-bytes, templates/etcd_sts.yaml:102).
+
+    The jobs' kubectl and etcd images are pinned to the ones the backups already run
+    (``PINNED.backup_kubectl_image``, ``backup_etcd_image``): the chart would take kubectl
+    tagged with whatever minor the cluster runs (templates/_helpers.tpl:172-174), an image no
+    offline mirror was told about."""
     values: Values = {
         "fullnameOverride": name,
         "replicas": replicas,
         "clusterDomain": cluster_domain,
         "datastore": {"enabled": datastore, **({"name": name} if datastore else {})},
     }
+    kubectl, kubectl_tag = PINNED.backup_kubectl_image.rsplit(":", 1)
+    etcd, etcd_tag = PINNED.backup_etcd_image.rsplit(":", 1)
+    jobs: Values = {
+        "kubectl": {"image": kubectl, "tag": kubectl_tag},
+        "etcd": {"image": etcd, "tag": etcd_tag},
+    }
+    values["jobs"] = jobs
+    if quota_backend_bytes is not None:
+        values["quotaBackendBytes"] = str(quota_backend_bytes)
     if issuer is None:
-        values["jobs"] = {"cfssl": {"tag": PINNED.kamaji_etcd_cfssl_tag}}
+        jobs["cfssl"] = {"tag": PINNED.kamaji_etcd_cfssl_tag}
     else:
         # The chart fails its render with both on (templates/_helpers.tpl:220-222).
         values["selfSignedCertificates"] = {"enabled": False}

@@ -30,6 +30,21 @@ WHOLE_DURATION = re.compile(r"^(?=\d)(\d+h)?(\d+m)?(\d+s)?$")
 # A Kubernetes resource.Quantity of bytes: a number and a binary or decimal SI suffix
 # (k8s.io/apimachinery pkg/api/resource/quantity.go, the <quantity> grammar).
 STORAGE_QUANTITY = re.compile(r"^(\d+(\.\d+)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+_STORAGE_FACTORS = {
+    **{suffix: 1024 ** (i + 1) for i, suffix in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{suffix: 1000 ** (i + 1) for i, suffix in enumerate(("k", "M", "G", "T", "P", "E"))},
+    "": 1,
+}
+
+
+def storage_bytes(quantity: str) -> int:
+    """Bytes of a ``STORAGE_QUANTITY`` (``8Gi`` -> 8589934592, ``1.5G`` -> 1500000000)."""
+    match = STORAGE_QUANTITY.match(quantity)
+    if match is None:
+        raise ValueError(f"{quantity!r} is not a storage quantity (e.g. 8Gi)")
+    return int(float(match.group(1)) * _STORAGE_FACTORS[match.group(3) or ""])
+
+
 # Any Kubernetes resource.Quantity (same grammar, with the decimal SI suffixes n, u, m and
 # exponents): what a container's requests and limits take.
 RESOURCE_QUANTITY = re.compile(

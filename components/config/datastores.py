@@ -20,6 +20,7 @@ from components.config.base import (
     _dns1123,
     _matching,
     _Model,
+    storage_bytes,
 )
 
 
@@ -120,6 +121,17 @@ class DedicatedDataStore(_ServerAccess):
         if value is not None and not DNS1123_SUBDOMAIN.match(value):
             raise ValueError(f"{value!r} is not a StorageClass name (a DNS-1123 subdomain)")
         return value
+
+    @model_validator(mode="after")
+    def _room_for_etcd(self) -> DedicatedDataStore:
+        # etcd's space quota is half of what is left after 1 GiB (prod tenant_values
+        # etcd_quota_backend_bytes): under 2 GiB it would be under 512 MiB.
+        if self.deploys_kamaji_etcd and storage_bytes(self.storage_size) < 2 * 2**30:
+            raise ValueError(
+                f"storageSize {self.storage_size} leaves a kamaji-etcd less than 512 MiB of "
+                "space quota: use 2Gi or more"
+            )
+        return self
 
     @model_validator(mode="after")
     def _storage_class_only_for_kamaji_etcd(self) -> DedicatedDataStore:

@@ -170,6 +170,13 @@ def rollout_strategy(
 # one-node pool, or rolling it with maxSurge 0, would wait forever. Ten minutes leaves the
 # evictions that do end time to finish, well inside CAPI_DELETE_TIMEOUT.
 NODE_DRAIN_TIMEOUT_SECONDS = 600
+# After the drain, Cluster API waits for the node's volumes to be detached, also without limit by
+# default (nodeVolumeDetachTimeoutExceeded is false while the timeout is unset or 0,
+# machine_controller.go:728-745, waited on at :556-585): a GPU pod's volume whose driver cannot
+# detach it (the node gone, a stuck attachment) would hold destroy and every rollout of the pool
+# forever. Five minutes, so the drain and the detach together end well inside
+# CAPI_DELETE_TIMEOUT.
+NODE_VOLUME_DETACH_TIMEOUT_SECONDS = 300
 
 
 def machine_deployment(
@@ -217,7 +224,10 @@ def machine_deployment(
                         "kind": infrastructure_template["kind"],
                         "name": infrastructure_template["metadata"]["name"],
                     },
-                    "deletion": {"nodeDrainTimeoutSeconds": NODE_DRAIN_TIMEOUT_SECONDS},
+                    "deletion": {
+                        "nodeDrainTimeoutSeconds": NODE_DRAIN_TIMEOUT_SECONDS,
+                        "nodeVolumeDetachTimeoutSeconds": NODE_VOLUME_DETACH_TIMEOUT_SECONDS,
+                    },
                 },
             },
         },

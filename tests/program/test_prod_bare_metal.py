@@ -147,12 +147,17 @@ def test_the_control_plane_goes_before_the_cluster_and_the_datastore(prod: Recor
 def test_a_nodes_drain_is_bounded_so_destroy_and_rollouts_end(prod: Recording) -> None:
     """Pools go while the control plane runs, so Cluster API drains their nodes for real; with
     its default (no limit) the drain of a one-node pool never ends, because tigera-operator
-    tolerates the cordon and comes back. The bound must also end before Pulumi stops waiting."""
+    tolerates the cordon and comes back; the wait for its volumes to detach is unbounded too. Both
+    bounds together must end before Pulumi stops waiting."""
     for deployment in prod.of_type(MACHINE_DEPLOYMENT):
         deletion = deployment.inputs["spec"]["template"]["spec"].get("deletion") or {}
         drain = deletion.get("nodeDrainTimeoutSeconds")
         assert drain, deployment.name
-        assert drain < _seconds(deployment.options["custom_timeouts"]["delete"]), deployment.name
+        # Issue 39: then the wait for its volumes to detach, unbounded too by default.
+        detach = deletion.get("nodeVolumeDetachTimeoutSeconds")
+        assert detach, deployment.name
+        delete = _seconds(deployment.options["custom_timeouts"]["delete"])
+        assert drain + detach < delete, deployment.name
 
 
 # ------------------------------------------------------------ where the BareMetalHosts live

@@ -700,11 +700,17 @@ def test_a_storage_size_that_is_not_a_quantity_is_refused(value: str) -> None:
     expect_error(raw, "storageSize", "Kubernetes storage quantity", "8Gi")
 
 
-@pytest.mark.parametrize("value", ["16Gi", "500M", "1.5Ti", "2Ei"])
+@pytest.mark.parametrize("value", ["16Gi", "2500M", "1.5Ti", "2Ei"])
 def test_storage_quantities_kubernetes_accepts_are_taken(value: str) -> None:
     raw = stack_platform("prod")
     _prod_etcd(raw)["storageSize"] = value
     parse_platform(raw)
+
+
+def test_a_kamaji_etcd_volume_too_small_for_its_space_quota_is_refused() -> None:
+    raw = stack_platform("prod")
+    _prod_etcd(raw)["storageSize"] = "500M"
+    expect_error(raw, "storageSize 500M leaves a kamaji-etcd less than 512 MiB", "2Gi or more")
 
 
 @pytest.mark.parametrize(("value", "wrong"), [(True, "bool"), (2.0, "float"), ("2", "string")])

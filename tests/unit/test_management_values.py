@@ -150,8 +150,24 @@ def test_kamaji_etcd_jobs_run_a_pinned_cfssl_not_latest(upstream_dir: Path) -> N
         default_etcd_values("cluster.local", 1),
         kamaji_etcd_values("team-a-etcd", cluster_domain="cluster.local"),
     ):
-        assert values["jobs"] == {"cfssl": {"tag": PINNED.kamaji_etcd_cfssl_tag}}
+        assert values["jobs"]["cfssl"] == {"tag": PINNED.kamaji_etcd_cfssl_tag}
         assert PINNED.kamaji_etcd_cfssl_tag not in ("", "latest")
+
+
+def test_kamaji_etcd_jobs_run_the_backups_pinned_kubectl_and_etcd(upstream_dir: Path) -> None:
+    """Issue 39: the chart tags kubectl with whatever minor the cluster runs
+    (templates/_helpers.tpl:172-174); an offline management cluster mirrors only pinned images,
+    the same ones the backups run."""
+    defaults = yaml.safe_load((upstream_dir / "kamaji-etcd" / "values.yaml").read_text())
+    assert defaults["jobs"]["kubectl"]["tag"] == ""
+    for values in (
+        default_etcd_values("cluster.local", 1),
+        kamaji_etcd_values("team-a-etcd", cluster_domain="cluster.local", issuer="x"),
+    ):
+        jobs = values["jobs"]
+        kubectl = f"{jobs['kubectl']['image']}:{jobs['kubectl']['tag']}"
+        etcd = f"{jobs['etcd']['image']}:{jobs['etcd']['tag']}"
+        assert (kubectl, etcd) == (PINNED.backup_kubectl_image, PINNED.backup_etcd_image)
 
 
 def test_the_default_datastore_names_every_member_in_the_clusters_domain() -> None:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from components.config import DedicatedDataStore, GpuDriver, HamiSettings
+from components.config.base import storage_bytes
 from components.lab import tenant as lab_tenant
 from components.lab.substrate import LabSubstrate
 from components.prod import tenant as prod_tenant
@@ -18,6 +19,7 @@ from components.prod.tenant_values import (
     HAMI_DEVICE_LIST_STRATEGY,
     dedicated_etcd_issuer,
     driver_repositories_configmap,
+    etcd_quota_backend_bytes,
     gpu_driver_values,
     gpu_operator_cdi,
     gpu_operator_values,
@@ -267,6 +269,13 @@ def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
         "replicas": 5,
         "clusterDomain": "cluster.local",
         "persistentVolumeClaim": {"size": "16Gi"},
+        # Half of what 16 GiB leaves after 1 GiB (not the chart's 8 GiB whatever the volume).
+        "quotaBackendBytes": str(15 * 2**30 // 2),
+        # The images the backups run, not kubectl of whatever minor the cluster runs.
+        "jobs": {
+            "kubectl": {"image": "clastix/kubectl", "tag": "v1.35"},
+            "etcd": {"image": "quay.io/coreos/etcd", "tag": "v3.5.6"},
+        },
         "datastore": {"enabled": True, "name": "team-a-etcd"},
         # cert-manager renews its certificates (the chart's own jobs would make one-year ones).
         "selfSignedCertificates": {"enabled": False},
@@ -279,6 +288,27 @@ def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
             },
         },
     }
+
+
+@pytest.mark.parametrize(
+    ("volume", "quota_gib"),
+    [("2Gi", 0.5), ("8Gi", 3.5), ("16Gi", 7.5), ("32Gi", 8.0), ("1Ti", 8.0)],
+)
+def test_a_dedicated_etcds_space_quota_leaves_room_on_its_volume(
+    volume: str, quota_gib: float
+) -> None:
+    """Issue 39: the chart's quota is 8 GiB whatever the volume, so an 8 GiB volume filled up
+    before etcd raised its NOSPACE alarm. The quota leaves 1 GiB for the WAL and snapshots and
+    room for the copy a defragmentation writes, and stays within etcd's suggested 8 GiB."""
+    quota = etcd_quota_backend_bytes(volume)
+    assert quota == quota_gib * 2**30
+    assert 2 * quota + 2**30 <= storage_bytes(volume) or quota == 8 * 2**30
+
+
+def test_a_kamaji_etcd_volume_under_2gi_is_refused() -> None:
+    with pytest.raises(ValueError, match="storageSize 1Gi leaves a kamaji-etcd less than 512 MiB"):
+        DedicatedDataStore(storage_size="1Gi")
+    DedicatedDataStore(storage_size="1Gi", endpoints=["db:2379"], credentials_config_key="c")
 
 
 def test_the_dedicated_etcds_issuer_is_self_signed_in_the_tenants_namespace() -> None:
