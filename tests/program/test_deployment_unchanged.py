@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "7618c775040aac1752cee2d17bf5c8a914f0aefd"
+BASELINE = "6d32e5281518f1bc05c17a0d23abbe9d29d2cc58"
 
 
 def _has_commit(commit: str) -> bool:
