@@ -131,6 +131,10 @@ DURATIONS: tuple[Estimate, ...] = (
     Estimate(COMMAND, "*node-mirrors*", 3, "hosts.toml written into the node"),
     Estimate(COMMAND, "*node-images*", 3, "hosts.toml, then images pulled ahead (bringup.py)"),
     Estimate(COMMAND, "*join*", 60, "kubeadm join of a kindest/node worker, kubelet bootstrap"),
+    # The tenant's served-version gate reads /version until six answers in a row are the
+    # tenant's version, 5 s apart (scripts/tenant/served-version.sh: SERVED_READS 6,
+    # WAIT_POLL_SECONDS 5): at least 25 s even when the tenant serves it at once.
+    Estimate(COMMAND, "*-served-version", 25, "six reads of the tenant's /version, 5 s apart"),
     Estimate(COMMAND, "*", 5, "short host script (docker inspect, labels, inventory, polls)"),
     Estimate("command:remote:Command", "*", 10, "remote script over SSH"),
     Estimate(

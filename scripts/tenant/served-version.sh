@@ -5,7 +5,8 @@
 # pods next to the old ones until they are ready (clastix/kamaji 26.8.2-edge
 # docs/content/guides/upgrade.md) — so during a rollout the Service answers with both versions,
 # and one answer of the new one is not enough. Idempotent: a tenant that already serves the
-# version passes at once. Nothing to undo on delete.
+# version passes after SERVED_READS reads (with the defaults, six reads 5 s apart: about 25 s).
+# Nothing to undo on delete.
 #
 # Environment:
 #   TENANT_KUBECONFIG      the tenant's kubeconfig (secret: written to a private temp file, never
