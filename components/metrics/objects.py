@@ -334,6 +334,11 @@ def grafana_deployment(
         "GF_AUTH_ANONYMOUS_ORG_ROLE": "Viewer",
         "GF_AUTH_DISABLE_LOGIN_FORM": "true",
         "GF_AUTH_BASIC_ENABLED": "false",
+        # No admin/admin account at all (Grafana creates one at first start otherwise, usable
+        # the day someone turns the login form or basic auth back on): [security]
+        # disable_initial_admin_creation, conf/defaults.ini. The main org is still created, so
+        # anonymous Viewers and the provisioned datasource and dashboards work as before.
+        "GF_SECURITY_DISABLE_INITIAL_ADMIN_CREATION": "true",
         "GF_ANALYTICS_REPORTING_ENABLED": "false",
         "GF_ANALYTICS_CHECK_FOR_UPDATES": "false",
         "GF_PLUGINS_PREINSTALL_DISABLED": "true",

@@ -177,15 +177,23 @@ TRACED: Mapping[str, Series] = MappingProxyType(
                 f"{PROMETHEUS_SERIES} storage/remote/queue_manager.go:136-141 "
                 "(labels storage/remote/storage.go:38-43)",
             ),
-            # DCGM exporter (prod only, :9400): measured use of whole cards.
+            # DCGM exporter (prod only, :9400): measured use of whole cards, per card. Never
+            # per pod under HAMi: HAMi's device plugin advertises each card as
+            # "<GPU-UUID>-<i>" sharing slots (Project-HAMi/HAMi v2.10.0
+            # pkg/device-plugin/nvidiadevice/nvinternal/rm/devices.go:202-215), and
+            # dcgm-exporter maps pods to cards by the kubelet's device IDs, looked up by the
+            # bare UUID (internal/pkg/transformation/kubernetes.go:419-423, 900-909): no match,
+            # so no pod, namespace or container label. (And with shares the kubelet's slot
+            # says nothing of which card HAMi chose.) What a tenant used of a shared card is
+            # HAMi-core's count, the vgpu-monitor series above.
             Series(
                 "DCGM_FI_DEV_FB_USED",
-                ("gpu", "UUID", "Hostname", "modelName", "pod", "namespace", "container"),
+                ("gpu", "UUID", "Hostname", "modelName"),
                 f"{DCGM_SERIES}:39; labels {_DCGM_LABELS}",
             ),
             Series(
                 "DCGM_FI_DEV_GPU_UTIL",
-                ("gpu", "UUID", "Hostname", "modelName", "pod", "namespace", "container"),
+                ("gpu", "UUID", "Hostname", "modelName"),
                 f"{DCGM_SERIES}:23; labels {_DCGM_LABELS}",
             ),
         )

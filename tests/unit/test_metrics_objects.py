@@ -228,6 +228,8 @@ def test_grafana_fetches_hamis_dashboard_at_the_pinned_tag_and_digest() -> None:
     grafana = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
     assert grafana["GF_AUTH_ANONYMOUS_ORG_ROLE"] == "Viewer"
     assert grafana["GF_AUTH_DISABLE_LOGIN_FORM"] == "true"
+    # Issue 40: no admin/admin created at first start, waiting for a login to be turned on.
+    assert grafana["GF_SECURITY_DISABLE_INITIAL_ADMIN_CREATION"] == "true"
 
 
 def test_images_are_pinned() -> None:
