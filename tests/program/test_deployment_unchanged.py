@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "6d32e5281518f1bc05c17a0d23abbe9d29d2cc58"
+BASELINE = "badb3133e8a6af24de04e04f769c75d96eb71369"
 
 
 def _has_commit(commit: str) -> bool:
