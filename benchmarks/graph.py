@@ -22,10 +22,13 @@ Pulumi's own await (Helm ``skip_await=False``, Deployments) or a later polling s
 waiting (a Command that only polls is thus short). The critical path is a lower bound: it assumes
 unlimited ``--parallel`` and a management cluster that reconciles every tenant at once.
 
+One wait a recording cannot show is added (``node_waits``): a tenant cluster's only nodes are its
+workers (Kamaji hosts the control plane outside it), so a tenant Helm release or workload whose
+pods Pulumi awaits is usable only once the tenant's workers have joined.
+
 Waits a recording cannot show, hence not modelled: a resource created inside an ``apply`` (it is
-registered only once that Output resolves, with no edge to where it came from), the Output a
-read's ``id`` comes from (awaited, not sent to the engine), and readiness a controller needs but
-the graph does not order (e.g. a tenant Helm release whose pods need the pool's nodes).
+registered only once that Output resolves, with no edge to where it came from), and the Output a
+read's ``id`` comes from (awaited, not sent to the engine).
 """
 
 from __future__ import annotations
@@ -259,8 +262,53 @@ class _Graph:
     preds: dict[Event, list[Event]]
 
 
-def _build(nodes: Sequence[Node]) -> _Graph:
+# What runs pods inside a tenant and is awaited until they run (a chart installed with
+# skip_await=False, a Deployment, a DaemonSet); a chart of CRDs alone runs none.
+IN_TENANT_WORKLOADS = (HELM, "kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:DaemonSet")
+CRDS_ONLY = ("*-calico-crds",)
+WORKER_JOIN = "*-node-join"
+
+
+def node_waits(nodes: Sequence[Node]) -> dict[str, tuple[str, ...]]:
+    """URN -> the worker joins it waits for: every awaited workload inside a tenant (through
+    the tenant's provider, ``<tenant>-provider``) needs a joined worker (a lab pool's
+    ``*-node-join`` commands; prod's machines are not commands and get no such edge). One that
+    belongs to a pool waits for that pool's joins; one of the tenant's own for its first
+    pool's, standing for "any worker" (pools join side by side, each as long as the other),
+    so that no pool waits for a sibling."""
     index = {n.urn: n for n in nodes}
+    joins: dict[str, list[str]] = defaultdict(list)
+    for node in nodes:
+        if node.custom and node.type == COMMAND and fnmatchcase(node.name, WORKER_JOIN):
+            pool = owner(index, node.urn, POOL_SUFFIX)
+            if pool is not None:
+                joins[pool].append(node.urn)
+    first_pool: dict[str, str] = {}
+    for pool in sorted(joins):
+        tenant = owner(index, pool, TENANT_SUFFIX)
+        if tenant is not None:
+            first_pool.setdefault(tenant, pool)
+    waits: dict[str, tuple[str, ...]] = {}
+    for node in nodes:
+        if not node.custom or node.type not in IN_TENANT_WORKLOADS:
+            continue
+        if any(fnmatchcase(node.name, glob) for glob in CRDS_ONLY):
+            continue
+        tenant = owner(index, node.urn, TENANT_SUFFIX)
+        provider = index.get(node.provider)
+        if tenant is None or provider is None or provider.name != f"{index[tenant].name}-provider":
+            continue
+        pool = owner(index, node.urn, POOL_SUFFIX) or first_pool.get(tenant)
+        if pool is not None and joins[pool]:
+            waits[node.urn] = tuple(joins[pool])
+    return waits
+
+
+def _build(nodes: Sequence[Node], node_waits_too: bool = True) -> _Graph:
+    """The event graph; ``node_waits_too``: with the waits for worker joins (``node_waits``),
+    which a duration needs and the program's own structure (``independence``) does not show."""
+    index = {n.urn: n for n in nodes}
+    extra = node_waits(nodes) if node_waits_too else {}
     children: dict[str, list[str]] = defaultdict(list)
     for node in nodes:
         if node.parent in index:
@@ -271,7 +319,9 @@ def _build(nodes: Sequence[Node]) -> _Graph:
 
     preds: dict[Event, list[Event]] = {}
     for node in nodes:
-        waits: list[Event] = [ready(d) for d in node.dependencies if d in index]
+        waits: list[Event] = [
+            ready(d) for d in (*node.dependencies, *extra.get(node.urn, ())) if d in index
+        ]
         if node.provider in index:
             waits.append(("fin", node.provider))
         if node.parent in index:
@@ -433,7 +483,7 @@ class Independence:
 def independence(nodes: Sequence[Node]) -> Independence:
     """Waits of one tenant on another tenant's resources, and of one pool on another pool's
     (tenants must build in parallel, and so must the pools of one tenant)."""
-    graph = _build(nodes)
+    graph = _build(nodes, node_waits_too=False)
     index = graph.index
     members: dict[tuple[str, str], list[str]] = defaultdict(list)
     for node in nodes:

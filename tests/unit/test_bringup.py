@@ -95,3 +95,37 @@ def test_the_lab_stack_comes_up_faster_with_caches(
         if node.name.endswith("-node-images") and not node.name.startswith("management-"):
             control_plane = next(n for n in nodes if n.name.endswith("-control-plane"))
             assert sched.finish[node.urn] <= sched.start[control_plane.urn]
+
+
+def test_a_tenants_workloads_wait_for_a_worker_to_join() -> None:
+    """Issue 41: a tenant's only nodes are its workers, so an awaited release inside it (its
+    provider is the tenant's) waits for a join; a CRD-only chart and the management cluster's
+    releases do not, and a pool's own workload waits for its own pool's join."""
+    from benchmarks import graph
+
+    tenant = "urn:t::gpu-platform:index:GpuTenant::tenant-a"
+    pool_a = "urn:t::gpu-platform:index:GpuWorkerPool::tenant-a-a100"
+    pool_b = "urn:t::gpu-platform:index:GpuWorkerPool::tenant-a-l4"
+    provider = "urn:t::pulumi:providers:kubernetes::tenant-a-provider"
+    mgmt = "urn:t::pulumi:providers:kubernetes::management-provider"
+
+    def node(name: str, type_: str, parent: str = tenant, via: str = provider) -> graph.Node:
+        return graph.Node(f"urn:t::{type_}::{name}", type_, name, True, parent, via)
+
+    nodes = [
+        graph.Node(tenant, tenant.split("::")[1], "tenant-a", False),
+        graph.Node(pool_a, pool_a.split("::")[1], "tenant-a-a100", False, tenant),
+        graph.Node(pool_b, pool_b.split("::")[1], "tenant-a-l4", False, tenant),
+        node("tenant-a-provider", "pulumi:providers:kubernetes", via=""),
+        join_a := node("tenant-a-a100-0-node-join", graph.COMMAND, pool_a, ""),
+        join_b := node("tenant-a-l4-0-node-join", graph.COMMAND, pool_b, ""),
+        hami := node("tenant-a-hami", graph.HELM),
+        crds := node("tenant-a-calico-crds", graph.HELM),
+        completer := node("tenant-a-l4-completer", "kubernetes:apps/v1:Deployment", pool_b),
+        agent := node("tenant-a-metrics-agent", "kubernetes:apps/v1:Deployment", via=mgmt),
+    ]
+    waits = graph.node_waits(nodes)
+    assert waits[hami.urn] == (join_a.urn,)
+    assert waits[completer.urn] == (join_b.urn,)
+    assert crds.urn not in waits
+    assert agent.urn not in waits
