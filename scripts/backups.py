@@ -5,13 +5,15 @@ Each action is a Job made from the tenant's own CronJob in the management cluste
 (``components.backups.objects``): ``datastore-backup`` as it is (a backup now), its upload step
 alone with ``list`` (the listing, read with the tenant's own credentials), or the suspended
 ``datastore-restore`` with the backup to restore (``BACKUP_NAME``). A restore stops the tenant's
-API server until the restored keys are checked, so it runs only with ``--yes``.
+API server until the restored keys are checked, so it runs only with ``--yes``, and only with the
+backup named: a name from ``list``, or ``latest`` said explicitly (the newest complete backup,
+which the backup Job only publishes for a running tenant no restore has touched since).
 
 The management kubeconfig comes on stdin (``make`` pipes ``pulumi stack output --show-secrets
 managementKubeconfig``) and is written to a private temporary file, never printed.
 
 Usage: ``python scripts/backups.py {backup,list,restore} --tenant NAME [--backup NAME|latest]
-[--yes] [--timeout SECONDS] --kubeconfig-stdin``
+[--yes] [--accept-suspect] [--timeout SECONDS] --kubeconfig-stdin``
 """
 
 from __future__ import annotations
@@ -196,6 +198,11 @@ def act(kubectl: Kubectl, args: argparse.Namespace) -> int:
                 "checked and replaces every key of the tenant: run again with --yes (make "
                 "restore ... YES=1)"
             )
+        if not args.backup:
+            raise BackupsError(
+                "name the backup to restore: BACKUP=<name> from make backups, or BACKUP=latest "
+                "(the newest complete backup)"
+            )
         cron_job = find_cron_job(kubectl, args.tenant, RESTORE)
         job = job_from(cron_job, f"{RESTORE}-{stamp}", env={"BACKUP_NAME": args.backup})
     elif args.action == "list":
@@ -203,7 +210,8 @@ def act(kubectl: Kubectl, args: argparse.Namespace) -> int:
         job = job_from(cron_job, f"{BACKUP}-list-{stamp}", only="upload", command="list")
     else:
         cron_job = find_cron_job(kubectl, args.tenant, BACKUP)
-        job = job_from(cron_job, f"{BACKUP}-manual-{stamp}")
+        accept = {"BACKUP_ACCEPT_SUSPECT": "1"} if getattr(args, "accept_suspect", False) else {}
+        job = job_from(cron_job, f"{BACKUP}-manual-{stamp}", env=accept)
     succeeded, logs = run_job(kubectl, job, args.timeout)
     seconds = time.monotonic() - started
     for summary in summaries(logs):
@@ -222,8 +230,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=("backup", "list", "restore"))
     parser.add_argument("--tenant", required=True)
-    parser.add_argument("--backup", default="latest", help="object name or latest (restore)")
+    parser.add_argument("--backup", default="", help="object name or latest (restore)")
     parser.add_argument("--yes", action="store_true", help="really restore")
+    parser.add_argument(
+        "--accept-suspect",
+        action="store_true",
+        help="back up even when the key count fell by half or the revision went back (backup)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument(
         "--kubeconfig-stdin", action="store_true", help="the management kubeconfig on stdin"

@@ -1,39 +1,82 @@
 #!/bin/sh
 # Stops or starts a tenant's API server around a datastore restore (docs/backups.md).
 #
-#   control-plane.sh stop   pause what rewrites the TenantControlPlane (prod: the Cluster API
-#                           Cluster of the same name, PAUSE_OWNER, spec.paused), pause the
-#                           TenantControlPlane so that Kamaji leaves its Deployment alone (any
-#                           value of kamaji.clastix.io/paused: clastix/kamaji 26.8.2-edge
+#   control-plane.sh stop   mark the TenantControlPlane as being restored (RESTORE_MARK = this
+#                           Job's name, and LAST_RESTORE, which stays), suspend the tenant's
+#                           scheduled backup (BACKUP_CRON_JOB, its previous `suspend` noted on the
+#                           TenantControlPlane), pause what rewrites the TenantControlPlane (prod:
+#                           the Cluster API Cluster of the same name, PAUSE_OWNER, spec.paused),
+#                           pause the TenantControlPlane so that Kamaji leaves its Deployment alone
+#                           (any value of kamaji.clastix.io/paused: clastix/kamaji 26.8.2-edge
 #                           controllers/utils/is_paused.go:12-18,
 #                           controllers/tenantcontrolplane_controller.go:124-128; the Deployment is
 #                           named like the TCP, internal/resources/k8s_deployment_resource.go:54-57),
 #                           remember the Deployment's replicas on the TenantControlPlane, scale the
 #                           Deployment to 0 and wait until no API server pod is left
-#   control-plane.sh start  scale back to the remembered replicas, drop the note and both pauses,
-#                           and wait for the rollout
+#   control-plane.sh start  (the restore Job's last step, after check-restored has compared every
+#                           key) scale back to the remembered replicas, drop the note and both
+#                           pauses, wait for the rollout, then resume the scheduled backup as it
+#                           was and drop the restore mark: only a verified restore lets backups run
+#                           again.
 #
-# Both are idempotent: a second stop keeps the first count; a start without a note scales nothing.
-# Runs in the kubectl image with the restore's ServiceAccount.
+# Both are idempotent: a second stop keeps the first counts; a start without a note scales
+# nothing. Runs in the kubectl image with the restore's ServiceAccount.
 set -eu
 : "${CONTROL_PLANE:?the TenantControlPlane (and its Deployment) name}"
 : "${CONTROL_PLANE_POD_LABEL:?the label selecting its pods}"
 : "${KAMAJI_PAUSED_ANNOTATION:?the pause annotation of Kamaji}"
+: "${BACKUP_CRON_JOB:?the scheduled backup CronJob of the tenant}"
+: "${JOB_NAME:?the name of this restore Job}"
 TCP="tenantcontrolplanes.kamaji.clastix.io"
 NOTE="gpu-platform.io/replicas-before-restore"
+SUSPEND_NOTE="gpu-platform.io/backup-suspend-before-restore"
+RESTORE_MARK="gpu-platform.io/restore-job"
+LAST_RESTORE="gpu-platform.io/last-restore-job"
 STOP_TIMEOUT_SECONDS="${STOP_TIMEOUT_SECONDS:-300}"
 
-note_jsonpath() {
+annotation_jsonpath() {
   # kubectl jsonpath escapes the dots and slash of an annotation key.
-  printf '{.metadata.annotations.%s}' "$(printf '%s' "$NOTE" | sed 's/[./]/\\&/g')"
+  printf '{.metadata.annotations.%s}' "$(printf '%s' "$1" | sed 's/[./]/\\&/g')"
+}
+
+annotation() {
+  kubectl get "$TCP" "$CONTROL_PLANE" -o jsonpath="$(annotation_jsonpath "$1")"
+}
+
+mark() {
+  # From here on, until start has run after a verified import, the tenant's datastore is not
+  # to be trusted: backup-guard.sh refuses every backup while the mark is there, and compares
+  # LAST_RESTORE before and after its export.
+  kubectl annotate "$TCP" "$CONTROL_PLANE" --overwrite \
+    "$RESTORE_MARK=$JOB_NAME" "$LAST_RESTORE=$JOB_NAME"
+}
+
+suspend_backups() {
+  noted=$(annotation "$SUSPEND_NOTE")
+  if [ -z "$noted" ]; then
+    was=$(kubectl get cronjob "$BACKUP_CRON_JOB" -o jsonpath='{.spec.suspend}')
+    kubectl annotate "$TCP" "$CONTROL_PLANE" "$SUSPEND_NOTE=${was:-false}"
+  fi
+  kubectl patch cronjob "$BACKUP_CRON_JOB" --type merge -p '{"spec":{"suspend":true}}'
+}
+
+resume_backups() {
+  was=$(annotation "$SUSPEND_NOTE")
+  if [ -n "$was" ]; then
+    if [ "$was" = "true" ]; then suspend=true; else suspend=false; fi
+    kubectl patch cronjob "$BACKUP_CRON_JOB" --type merge -p "{\"spec\":{\"suspend\":$suspend}}"
+    kubectl annotate "$TCP" "$CONTROL_PLANE" "$SUSPEND_NOTE-"
+  fi
 }
 
 stop() {
+  mark
+  suspend_backups
   if [ -n "${PAUSE_OWNER:-}" ]; then
     kubectl patch "$PAUSE_OWNER" "$CONTROL_PLANE" --type merge -p '{"spec":{"paused":true}}'
   fi
   kubectl annotate "$TCP" "$CONTROL_PLANE" "$KAMAJI_PAUSED_ANNOTATION=datastore-restore" --overwrite
-  noted=$(kubectl get "$TCP" "$CONTROL_PLANE" -o jsonpath="$(note_jsonpath)")
+  noted=$(annotation "$NOTE")
   if [ -z "$noted" ]; then
     replicas=$(kubectl get deployment "$CONTROL_PLANE" -o jsonpath='{.spec.replicas}')
     kubectl annotate "$TCP" "$CONTROL_PLANE" "$NOTE=${replicas:-1}"
@@ -51,11 +94,11 @@ stop() {
     sleep 2
     waited=$((waited + 2))
   done
-  echo "stopped $CONTROL_PLANE (no API server pod left after ${waited}s)"
+  echo "stopped $CONTROL_PLANE (no API server pod left after ${waited}s; backups suspended)"
 }
 
 start() {
-  replicas=$(kubectl get "$TCP" "$CONTROL_PLANE" -o jsonpath="$(note_jsonpath)")
+  replicas=$(annotation "$NOTE")
   if [ -n "$replicas" ]; then
     kubectl scale deployment "$CONTROL_PLANE" --replicas="$replicas"
     kubectl annotate "$TCP" "$CONTROL_PLANE" "$NOTE-"
@@ -65,7 +108,9 @@ start() {
     kubectl patch "$PAUSE_OWNER" "$CONTROL_PLANE" --type merge -p '{"spec":{"paused":false}}'
   fi
   kubectl rollout status deployment "$CONTROL_PLANE" --timeout=600s
-  echo "started $CONTROL_PLANE"
+  resume_backups
+  kubectl annotate "$TCP" "$CONTROL_PLANE" "$RESTORE_MARK-"
+  echo "started $CONTROL_PLANE (backups resumed)"
 }
 
 case "${1:-}" in

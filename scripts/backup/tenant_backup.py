@@ -41,6 +41,13 @@ ARCHIVE_SUFFIX = ".json.gz"
 MANIFEST_SUFFIX = ".manifest.json"
 PLAN_DIR = "restore"
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+# A backup holding fewer than this share of the previous good backup's keys is refused (unless
+# accepted, BACKUP_ACCEPT_SUSPECT): a restore interrupted after its delete, or a datastore
+# re-created empty, leaves the prefix with a fraction of its keys, and such a backup would become
+# `latest` and push the good ones out of retention. Half: a tenant rarely loses half of all its
+# API objects between two scheduled backups on purpose, and when it does, one accepted backup
+# (make backup ... ACCEPT_SUSPECT=1) is the new reference.
+MIN_KEPT_SHARE = 0.5
 
 
 class BackupError(Exception):
@@ -524,6 +531,44 @@ def _verify_download(
     return metadata, kvs, manifest
 
 
+def suspect_reason(key_count: int, revision: int, previous: Mapping[str, Any] | None) -> str | None:
+    """Why a backup of ``key_count`` keys at ``revision`` must not become a good backup, given
+    the previous good backup's manifest metadata (None: there is none), or None when it may.
+    Pure: the refusals of cmd_backup."""
+    if previous is None:
+        return None
+    try:
+        before_keys, before_revision = int(previous["keyCount"]), int(previous["revision"])
+    except (KeyError, TypeError, ValueError):
+        return "the previous backup's manifest has no keyCount and revision"
+    if revision < before_revision:
+        return (
+            f"the datastore's revision went back from {before_revision} to {revision} "
+            "(a re-created etcd?)"
+        )
+    if key_count < before_keys * MIN_KEPT_SHARE:
+        return (
+            f"the key count fell from {before_keys} to {key_count}, below "
+            f"{MIN_KEPT_SHARE:.0%} of the previous backup (a half-restored tenant?)"
+        )
+    return None
+
+
+def _previous_good(s3: S3, tenant: str) -> tuple[str, dict[str, Any]] | None:
+    """The newest complete backup's name and manifest metadata (None without one)."""
+    complete = [b for b in list_backups(s3, tenant) if b.complete]
+    if not complete:
+        return None
+    name = complete[0].name
+    try:
+        metadata = json.loads(s3.get(manifest_name(name)))["metadata"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise BackupError(f"manifest of the previous backup {name} unreadable: {err}") from None
+    if not isinstance(metadata, dict):
+        raise BackupError(f"manifest of the previous backup {name} holds no metadata")
+    return name, metadata
+
+
 def cmd_backup() -> None:
     tenant, prefix = _tenant(), _prefix()
     kubernetes_version = _kubernetes_version()
@@ -540,6 +585,18 @@ def cmd_backup() -> None:
         raise BackupError("BACKUP_RETENTION must be at least 1")
     s3 = S3()
     revision, kvs = read_export(_export_path(), prefix)
+    if not kvs:
+        # A live Kubernetes prefix always holds keys (namespaces, RBAC bootstrap): restoring an
+        # empty backup would wipe the tenant.
+        raise BackupError(f"the export of {prefix} holds no key: refusing an empty backup")
+    previous = _previous_good(s3, tenant)
+    reason = suspect_reason(len(kvs), revision, previous[1] if previous else None)
+    accepted = os.environ.get("BACKUP_ACCEPT_SUSPECT", "") not in ("", "0", "false")
+    if reason and not accepted:
+        raise BackupError(
+            f"refusing the backup: {reason}; previous good backup {previous[0] if previous else ''}"
+            " stays latest (if the change is intended: make backup ... ACCEPT_SUSPECT=1)"
+        )
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     metadata, blob = build_archive(
         tenant=tenant,
@@ -557,6 +614,12 @@ def cmd_backup() -> None:
             "size": len(blob),
             "sha256": hashlib.sha256(blob).hexdigest(),
         },
+        "previous": (
+            {k: previous[1].get(k) for k in ("revision", "keyCount")} | {"name": previous[0]}
+            if previous
+            else None
+        ),
+        **({"accepted": reason} if reason else {}),
     }
     s3.put(name, blob, "application/gzip")
     # Read back what the store holds before the manifest makes the backup visible as complete.

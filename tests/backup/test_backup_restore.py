@@ -343,3 +343,51 @@ def test_check_restored_fails_on_any_difference(etcd: Etcd, job: dict[str, str])
 def test_latest_without_any_backup_is_refused(job: dict[str, str]) -> None:
     line = refused(run_tool("fetch", {**job, "BACKUP_NAME": "latest"}))
     assert "no complete backup of tenant tenant_a" in line
+
+
+def test_an_empty_export_is_refused_and_nothing_is_stored(etcd: Etcd, job: dict[str, str]) -> None:
+    """Restoring an empty backup would wipe the tenant (review finding 2)."""
+    etcd.ctl("del", "--prefix", "/tenant_a/")
+    ok(run_script("etcd-export.sh", job))
+    assert "holds no key" in refused(run_tool("backup", job))
+    assert tool.S3(job).list(job["S3_PREFIX"]) == []
+
+
+def test_a_half_restored_tenant_is_not_backed_up_over_the_good_backups(
+    etcd: Etcd, job: dict[str, str]
+) -> None:
+    """A prefix left with a fraction of its keys (an import cut short after its delete) is
+    refused: it never becomes `latest` and never pushes a good backup out of retention."""
+    env = {**job, "BACKUP_RETENTION": "1"}
+    for index in range(40):
+        etcd.put(f"/tenant_a/registry/configmaps/default/cm-{index}", b"x")
+    good = backup(env)
+    keys = sorted(etcd.dump("/tenant_a/")[1])
+    for key in keys[: len(keys) * 2 // 3]:
+        etcd.ctl("del", key.decode())
+    ok(run_script("etcd-export.sh", env))
+    line = refused(run_tool("backup", env))
+    assert f"key count fell from {good['keyCount']} to" in line, line
+    assert good["name"] in line
+    listed = [json.loads(x)["name"] for x in ok(run_tool("list", env)).stdout.splitlines()]
+    assert listed == [good["name"]]
+    # The operator who meant it accepts one backup; it records what it was accepted over.
+    accepted = json.loads(
+        ok(run_tool("backup", {**env, "BACKUP_ACCEPT_SUSPECT": "1"})).stdout.splitlines()[0]
+    )
+    manifest = json.loads(tool.S3(env).get(tool.manifest_name(accepted["name"])))
+    assert "key count fell" in manifest["accepted"]
+    assert manifest["previous"]["name"] == good["name"]
+    assert manifest["previous"]["keyCount"] == good["keyCount"]
+
+
+def test_a_datastore_whose_revision_went_back_is_refused(job: dict[str, str]) -> None:
+    """A re-created etcd starts its revisions anew: its bootstrap-only prefix is not a backup of
+    the tenant the earlier backups hold."""
+    good = backup(job)
+    export = Path(job["WORK_DIR"]) / "export.json"
+    ok(run_script("etcd-export.sh", job))
+    data = json.loads(export.read_text())
+    data["header"]["revision"] = good["revision"] - 1
+    export.write_text(json.dumps(data))
+    assert "revision went back" in refused(run_tool("backup", job))

@@ -144,10 +144,33 @@ def _done(kind: str) -> dict[str, Any]:
     return {"conditions": [{"type": kind, "status": "True"}]}
 
 
-def _args(action: str, yes: bool = False) -> argparse.Namespace:
+def _args(action: str, yes: bool = False, backup: str = "latest") -> argparse.Namespace:
     return argparse.Namespace(
-        action=action, tenant="tenant-a", backup="latest", yes=yes, timeout=30.0
+        action=action, tenant="tenant-a", backup=backup, yes=yes, timeout=30.0
     )
+
+
+def test_a_restore_must_name_its_backup() -> None:
+    """No default: `latest` is said out loud or a name is given (docs/backups.md)."""
+    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), [_done("Complete")], {})
+    with pytest.raises(backups.BackupsError, match="name the backup to restore"):
+        backups.act(cluster, _args("restore", yes=True, backup=""))
+    assert cluster.created == []
+
+
+def test_an_accepted_backup_tells_the_upload_step(capsys: pytest.CaptureFixture[str]) -> None:
+    logs = {"upload": '{"action": "backup", "name": "tenant-a-1.json.gz"}'}
+    states = dict.fromkeys(("guard", "endpoints", "export", "recheck", "upload"), "terminated")
+    cluster = _Cluster(_live(objects.backup_cron_job(PLAN)), [_done("Complete")], logs, states)
+    args = _args("backup")
+    args.accept_suspect = True
+    assert backups.act(cluster, args) == 0
+    upload = next(c for c in _containers(cluster.created[0]) if c["name"] == "upload")
+    assert {"name": "BACKUP_ACCEPT_SUSPECT", "value": "1"} in upload["env"]
+    plain = _Cluster(_live(objects.backup_cron_job(PLAN)), [_done("Complete")], logs, states)
+    assert backups.act(plain, _args("backup")) == 0
+    upload = next(c for c in _containers(plain.created[0]) if c["name"] == "upload")
+    assert {"name": "BACKUP_ACCEPT_SUSPECT", "value": ""} in upload["env"]
 
 
 def test_a_restore_without_yes_creates_nothing() -> None:
@@ -188,7 +211,7 @@ def test_a_job_still_retrying_is_not_yet_a_failure(capsys: pytest.CaptureFixture
 
 def test_a_backup_prints_the_tools_summary(capsys: pytest.CaptureFixture[str]) -> None:
     logs = {"upload": '{"action": "backup", "name": "tenant-a-1.json.gz"}'}
-    states = {"endpoints": "terminated", "export": "terminated", "upload": "terminated"}
+    states = dict.fromkeys(("guard", "endpoints", "export", "recheck", "upload"), "terminated")
     cluster = _Cluster(_live(objects.backup_cron_job(PLAN)), [_done("Complete")], logs, states)
     assert backups.act(cluster, _args("backup")) == 0
     out = capsys.readouterr().out
