@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "cf72d9fa43c147a345015e9d6c3814583a96b6f9"
+BASELINE = "dd3680fa9d501e2b55fa63fddade03a13bc0be96"
 
 
 def _has_commit(commit: str) -> bool:
