@@ -176,6 +176,9 @@ def _role_rules(plan: BackupPlan, restore: bool) -> list[dict[str, Any]]:
             "resourceNames": [BACKUP],
             "verbs": ["get", "patch"],
         },
+        # control-plane.sh reads whether the restore Job holding the lock still runs; restore
+        # Jobs are named per run, so no resourceNames.
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
     ]
     if plan.pause_owner is not None:
         rules.append(

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Stops or starts a tenant's API server around a datastore restore (docs/backups.md).
 #
-#   control-plane.sh stop   mark the TenantControlPlane as being restored (RESTORE_MARK = this
-#                           Job's name, and LAST_RESTORE, which stays), suspend the tenant's
+#   control-plane.sh stop   take the restore lock: mark the TenantControlPlane as being restored
+#                           (RESTORE_MARK = this Job's name, and LAST_RESTORE, which stays),
+#                           refusing while another restore Job that still runs holds it; suspend the tenant's
 #                           scheduled backup (BACKUP_CRON_JOB, its previous `suspend` noted on the
 #                           TenantControlPlane), pause what rewrites the TenantControlPlane (prod:
 #                           the Cluster API Cluster of the same name, PAUSE_OWNER, spec.paused),
@@ -14,7 +15,7 @@
 #                           remember the Deployment's replicas on the TenantControlPlane, scale the
 #                           Deployment to 0 and wait until no API server pod is left
 #   control-plane.sh start  (the restore Job's last step, after check-restored has compared every
-#                           key) scale back to the remembered replicas, drop the note and both
+#                           key; only while this Job holds the lock) scale back to the remembered replicas, drop the note and both
 #                           pauses, wait for the rollout, then resume the scheduled backup as it
 #                           was and drop the restore mark: only a verified restore lets backups run
 #                           again.
@@ -43,12 +44,67 @@ annotation() {
   kubectl get "$TCP" "$CONTROL_PLANE" -o jsonpath="$(annotation_jsonpath "$1")"
 }
 
+holder_running() {
+  # Whether restore Job $1 may still write: it exists and has neither finished (a Complete or
+  # Failed condition) nor let its pods go (active or terminating). A Job that is gone (deleted,
+  # or removed by its ttlSecondsAfterFinished) runs nothing.
+  out=$(kubectl get job "$1" --ignore-not-found -o \
+    jsonpath='{.metadata.name}|{.status.active}|{.status.terminating}|{range .status.conditions[?(@.status=="True")]}{.type},{end}') || {
+    echo "FAIL: cannot read restore job $1" >&2
+    exit 1
+  }
+  [ -n "$out" ] || return 1
+  active=$(printf '%s' "$out" | cut -d'|' -f2)
+  terminating=$(printf '%s' "$out" | cut -d'|' -f3)
+  conditions=$(printf '%s' "$out" | cut -d'|' -f4)
+  case ",$conditions" in
+    *,Complete,*|*,Failed,*) ;;
+    *) return 0 ;;
+  esac
+  [ "${active:-0}" != 0 ] || [ "${terminating:-0}" != 0 ]
+}
+
 mark() {
-  # From here on, until start has run after a verified import, the tenant's datastore is not
-  # to be trusted: backup-guard.sh refuses every backup while the mark is there, and compares
+  # The restore lock: one restore at a time. The mark names the Job holding it; it is taken with
+  # the TenantControlPlane's resourceVersion as a precondition (kubectl annotate
+  # --resource-version), so of two Jobs that read the same state only one writes it. A mark left
+  # by a Job that no longer runs (failed, deleted) is taken over: that is how a failed restore is
+  # re-run. From here on, until start has run after a verified import, the tenant's datastore is
+  # not to be trusted: backup-guard.sh refuses every backup while the mark is there, and compares
   # LAST_RESTORE before and after its export.
-  kubectl annotate "$TCP" "$CONTROL_PLANE" --overwrite \
-    "$RESTORE_MARK=$JOB_NAME" "$LAST_RESTORE=$JOB_NAME"
+  tries=0
+  while :; do
+    state=$(kubectl get "$TCP" "$CONTROL_PLANE" \
+      -o jsonpath="{.metadata.resourceVersion}|$(annotation_jsonpath "$RESTORE_MARK")")
+    version=${state%%|*}
+    holder=${state#*|}
+    [ "$holder" != "$JOB_NAME" ] || return 0
+    if [ -n "$holder" ]; then
+      if holder_running "$holder"; then
+        echo "FAIL: restore job $holder is still running on $CONTROL_PLANE: one restore at a time" >&2
+        exit 1
+      fi
+      echo "restore job $holder no longer runs: taking its place on $CONTROL_PLANE"
+    fi
+    if kubectl annotate "$TCP" "$CONTROL_PLANE" --overwrite --resource-version="$version" \
+      "$RESTORE_MARK=$JOB_NAME" "$LAST_RESTORE=$JOB_NAME"; then
+      return 0
+    fi
+    tries=$((tries + 1))
+    if [ "$tries" -ge 5 ]; then
+      echo "FAIL: could not take the restore lock of $CONTROL_PLANE" >&2
+      exit 1
+    fi
+    sleep 1
+  done
+}
+
+check_mark() {
+  holder=$(annotation "$RESTORE_MARK")
+  if [ "$holder" != "$JOB_NAME" ]; then
+    echo "FAIL: $CONTROL_PLANE is marked for restore job '${holder}', not $JOB_NAME: leaving it stopped" >&2
+    exit 1
+  fi
 }
 
 suspend_backups() {
@@ -98,6 +154,7 @@ stop() {
 }
 
 start() {
+  check_mark
   replicas=$(annotation "$NOTE")
   if [ -n "$replicas" ]; then
     kubectl scale deployment "$CONTROL_PLANE" --replicas="$replicas"

@@ -16,6 +16,7 @@ Run as a file (``install`` writes a ``kubectl`` that execs it); stdlib only.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -306,6 +307,14 @@ def _patch(state: dict[str, Any], args: list[str]) -> None:
 
 def main(args: list[str]) -> None:
     directory = Path(os.environ["STUB_DIR"])
+    # One call at a time, as the API server serialises writes to one object: concurrent scripts
+    # (two restores) then race only as they would against a real API.
+    with (directory / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _call(directory, args)
+
+
+def _call(directory: Path, args: list[str]) -> None:
     state = read_state(directory)
     with (directory / "calls").open("a") as calls:
         calls.write(" ".join(args) + "\n")

@@ -293,3 +293,113 @@ def test_the_restore_role_allows_every_call_the_scripts_make(tmp_path: Path, pro
     backup_calls = [line.split() for line in (tmp_path / "calls").read_text().splitlines()]
     backup_granted = _granted(objects.access(plan, restore=False)[1]["rules"])
     assert {n for c in backup_calls for n in _needed(c)} <= backup_granted
+
+
+# ------------------------------------------------------------------- one restore at a time
+
+
+def _job(*conditions: str, active: int = 0) -> dict[str, Any]:
+    return {
+        "active": active,
+        "conditions": [{"type": c, "status": "True"} for c in conditions],
+    }
+
+
+def test_a_second_restore_is_refused_while_the_first_runs(tmp_path: Path) -> None:
+    state = _state()
+    state["jobs"] = {"datastore-restore-1": _job(active=1)}
+    env = _stub(tmp_path, state)
+    assert _run("control-plane.sh", env, "stop").returncode == 0
+    before = len((tmp_path / "calls").read_text().splitlines())
+    second = _run("control-plane.sh", {**env, "JOB_NAME": "datastore-restore-2"}, "stop")
+    assert second.returncode == 1
+    assert "restore job datastore-restore-1 is still running" in second.stderr
+    after = _read(tmp_path)
+    assert after["tcp"]["annotations"][RESTORE_MARK] == "datastore-restore-1"
+    # The second touched nothing: its only calls were reads.
+    calls = (tmp_path / "calls").read_text().splitlines()[before:]
+    assert calls
+    assert all(c.startswith("get ") for c in calls), calls
+    # Nor may it start the control plane the first one stopped.
+    started = _run("control-plane.sh", {**env, "JOB_NAME": "datastore-restore-2"}, "start")
+    assert started.returncode == 1
+    assert "not datastore-restore-2" in started.stderr
+    assert _read(tmp_path)["deployment"]["replicas"] == 0
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [None, _job("Failed"), _job("Complete"), _job("FailureTarget", "Failed")],
+    ids=["gone", "failed", "complete", "deadline"],
+)
+def test_a_finished_restores_lock_is_taken_over(tmp_path: Path, holder: Any) -> None:
+    """A failed restore leaves its mark; the re-run takes it over and finishes the job."""
+    state = _state()
+    if holder is not None:
+        state["jobs"] = {"datastore-restore-1": holder}
+    env = _stub(tmp_path, state)
+    assert _run("control-plane.sh", env, "stop").returncode == 0
+    rerun = {**env, "JOB_NAME": "datastore-restore-2"}
+    stopped = _run("control-plane.sh", rerun, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "datastore-restore-1 no longer runs" in stopped.stdout
+    assert _run("control-plane.sh", rerun, "start").returncode == 0
+    done = _read(tmp_path)
+    assert done["tcp"]["annotations"] == {LAST_RESTORE: "datastore-restore-2"}
+    assert done["deployment"]["replicas"] == 2
+
+
+def test_a_job_whose_pods_still_terminate_keeps_its_lock(tmp_path: Path) -> None:
+    state = _state()
+    state["jobs"] = {"datastore-restore-1": _job("Failed", active=1)}
+    env = _stub(tmp_path, state)
+    assert _run("control-plane.sh", env, "stop").returncode == 0
+    second = _run("control-plane.sh", {**env, "JOB_NAME": "datastore-restore-2"}, "stop")
+    assert second.returncode == 1
+
+
+def test_two_restores_racing_for_the_lock_leave_one_holder(tmp_path: Path) -> None:
+    """Both read the same unmarked TenantControlPlane; the resourceVersion precondition lets
+    exactly one write its mark, and the other then finds it running."""
+    state = _state()
+    state["jobs"] = {f"datastore-restore-{i}": _job(active=1) for i in (1, 2)}
+    env = _stub(tmp_path, state)
+    script = str(SCRIPTS_ROOT / "backup" / "control-plane.sh")
+    racers = [
+        subprocess.Popen(
+            ["sh", script, "stop"],
+            env={**env, "JOB_NAME": f"datastore-restore-{i}"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in (1, 2)
+    ]
+    results = [(r.wait(timeout=60), r.stderr.read() if r.stderr else "") for r in racers]
+    assert sorted(code for code, _ in results) == [0, 1], results
+    loser = next(err for code, err in results if code == 1)
+    assert "one restore at a time" in loser
+    winner = next(i for i, (code, _) in zip((1, 2), results, strict=True) if code == 0)
+    assert _read(tmp_path)["tcp"]["annotations"][RESTORE_MARK] == f"datastore-restore-{winner}"
+
+
+def test_a_stale_resource_version_is_a_conflict_the_lock_retries(tmp_path: Path) -> None:
+    """The stub's optimistic concurrency can fail (the race test above relies on it)."""
+    env = _stub(tmp_path, _state())
+    done = subprocess.run(
+        [
+            "kubectl",
+            "annotate",
+            "tenantcontrolplanes.kamaji.clastix.io",
+            "tenant-a",
+            "--resource-version=0",
+            f"{RESTORE_MARK}=x",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "Conflict" in done.stderr
+    assert RESTORE_MARK not in _read(tmp_path)["tcp"]["annotations"]
