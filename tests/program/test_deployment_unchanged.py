@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "dd3680fa9d501e2b55fa63fddade03a13bc0be96"
+BASELINE = "11f757cbecae06b7d7a60bc2b1bdafd65e6dbade"
 
 
 def _has_commit(commit: str) -> bool:
