@@ -527,6 +527,9 @@ def _verify_download(
         raise BackupError(f"{name} belongs to tenant {metadata.get('tenant')!r}, not {tenant!r}")
     if metadata.get("prefix") != prefix:
         raise BackupError(f"{name} holds prefix {metadata.get('prefix')!r}, not {prefix!r}")
+    named_as = name_mismatch(name, manifest, s3.prefix, tenant)
+    if named_as:
+        raise BackupError(f"{name}: {named_as} (a backup copied under another name?)")
     _refuse_outside(kvs, prefix)
     return metadata, kvs, manifest
 
@@ -569,6 +572,58 @@ def _previous_good(s3: S3, tenant: str) -> tuple[str, dict[str, Any]] | None:
     return name, metadata
 
 
+def name_mismatch(
+    name: str, manifest: Mapping[str, Any], s3_prefix: str, tenant: str
+) -> str | None:
+    """Why the object ``name`` does not hold the backup its manifest describes, or None. `latest`
+    is chosen by the names' time and revision, so an older backup copied under a newer name would
+    otherwise be restored as the newest: the name must be the manifest's own archive name, and its
+    time and revision the metadata's. Pure."""
+    match = _name_pattern(s3_prefix, tenant).fullmatch(name)
+    if match is None:
+        return "not a backup name"
+    archive = manifest.get("archive") or {}
+    metadata = manifest.get("metadata") or {}
+    if archive.get("name") != name:
+        return f"its manifest was written for {archive.get('name')!r}"
+    try:
+        taken = dt.datetime.strptime(str(metadata.get("time")), "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return f"its manifest's time {metadata.get('time')!r} is not a time"
+    if taken.strftime("%Y%m%dT%H%M%SZ") != match["time"] or metadata.get("revision") != int(
+        match["revision"]
+    ):
+        return (
+            f"its manifest says time {metadata.get('time')} revision {metadata.get('revision')}, "
+            f"its name {match['time']} revision {match['revision']}"
+        )
+    return None
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+].*)?", version or "")
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def version_refusal(backup_version: str, running_version: str) -> tuple[str | None, str | None]:
+    """(refusal, warning) for restoring a backup taken at ``backup_version`` into a control plane
+    running ``running_version``. Kubernetes has no storage-version downgrade: objects stored by a
+    newer API server may not decode in an older one, so a backup of a newer minor is refused; an
+    older minor or another patch release is a warning (the API server converts what an older one
+    stored). Unknown versions cannot be compared: a warning. Pure."""
+    if not running_version or backup_version == running_version:
+        return None, None
+    taken, running = _minor(backup_version), _minor(running_version)
+    if taken is not None and running is not None and taken > running:
+        return (
+            f"backup taken at Kubernetes {backup_version}, newer than the {running_version} the "
+            "tenant runs: an older API server may not read what a newer one stored; upgrade the "
+            "tenant first",
+            None,
+        )
+    return None, f"backup taken at Kubernetes {backup_version}, tenant runs {running_version}"
+
+
 def cmd_backup() -> None:
     tenant, prefix = _tenant(), _prefix()
     kubernetes_version = _kubernetes_version()
@@ -589,6 +644,10 @@ def cmd_backup() -> None:
         # A live Kubernetes prefix always holds keys (namespaces, RBAC bootstrap): restoring an
         # empty backup would wipe the tenant.
         raise BackupError(f"the export of {prefix} holds no key: refusing an empty backup")
+    for kv in kvs:
+        if not kv.leased:
+            # Refused here, loudly, rather than in every later restore (fetch refuses it too).
+            _key_restorable(kv.key)
     previous = _previous_good(s3, tenant)
     reason = suspect_reason(len(kvs), revision, previous[1] if previous else None)
     accepted = os.environ.get("BACKUP_ACCEPT_SUSPECT", "") not in ("", "0", "false")
@@ -710,6 +769,11 @@ def cmd_fetch() -> None:
                 f"BACKUP_NAME {name!r} is not a backup of tenant {tenant} under {s3.prefix!r}"
             )
     metadata, kvs, _ = _verify_download(s3, name, tenant, prefix)
+    refusal, warning = version_refusal(
+        str(metadata.get("kubernetesVersion") or ""), _kubernetes_version()
+    )
+    if refusal:
+        raise BackupError(f"{name}: {refusal}")
     restored = [kv for kv in kvs if not kv.leased]
     skipped = [kv for kv in kvs if kv.leased]
     for kv in restored:
@@ -736,12 +800,7 @@ def cmd_fetch() -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    warning = ""
-    running = _kubernetes_version()
-    if running and running != metadata.get("kubernetesVersion"):
-        warning = (
-            f"backup taken at Kubernetes {metadata.get('kubernetesVersion')}, tenant runs {running}"
-        )
+    if warning:
         print(f"warning: {warning}", file=sys.stderr)
     _print(
         {

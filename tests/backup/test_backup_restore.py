@@ -391,3 +391,52 @@ def test_a_datastore_whose_revision_went_back_is_refused(job: dict[str, str]) ->
     data["header"]["revision"] = good["revision"] - 1
     export.write_text(json.dumps(data))
     assert "revision went back" in refused(run_tool("backup", job))
+
+
+def test_an_older_backup_copied_under_a_newer_name_is_refused(
+    etcd: Etcd, job: dict[str, str]
+) -> None:
+    """`latest` goes by the name; the name must be the one the backup was written under (review
+    finding 6). A tenant's own credential can copy objects."""
+    etcd.put("/tenant_a/registry/generation", b"old")
+    old = backup(job)["name"]
+    etcd.put("/tenant_a/registry/generation", b"new")
+    new = backup(job)
+    client = tool.S3(job)
+    forged = tool.archive_name(
+        job["S3_PREFIX"],
+        "tenant_a",
+        dt.datetime.strptime(new["time"], "%Y-%m-%dT%H:%M:%SZ") + dt.timedelta(hours=1),
+        new["revision"] + 1,
+    )
+    client.put(forged, client.get(old), "application/gzip")
+    client.put(tool.manifest_name(forged), client.get(tool.manifest_name(old)), "application/json")
+    before = etcd.dump("/")
+    line = refused(run_tool("fetch", {**job, "BACKUP_NAME": "latest"}))
+    assert "copied under another name" in line, line
+    assert etcd.dump("/") == before
+    assert not (Path(job["WORK_DIR"]) / "restore").exists()
+
+
+def test_a_backup_of_a_newer_kubernetes_minor_is_refused(etcd: Etcd, job: dict[str, str]) -> None:
+    """Kubernetes has no storage downgrade: refuse, not warn (review finding 5)."""
+    name = backup({**job, "BACKUP_KUBERNETES_VERSION": "v1.35.0"})["name"]
+    env = {**job, "BACKUP_NAME": name, "BACKUP_KUBERNETES_VERSION": "v1.33.4"}
+    line = refused(run_tool("fetch", env))
+    assert "newer than the v1.33.4 the tenant runs" in line, line
+    assert not (Path(job["WORK_DIR"]) / "restore").exists()
+    # An older minor restores, with a warning.
+    older = ok(run_tool("fetch", {**env, "BACKUP_KUBERNETES_VERSION": "v1.36.1"}))
+    assert "warning: backup taken at Kubernetes v1.35.0" in older.stderr
+
+
+def test_a_key_the_restore_cannot_write_is_refused_at_backup_time(
+    etcd: Etcd, job: dict[str, str]
+) -> None:
+    """etcdctl takes keys as argv words: a newline key passed backup and failed every restore
+    (review finding 7)."""
+    etcd.put("/tenant_a/registry/configmaps/default/two\nlines", b"v")
+    ok(run_script("etcd-export.sh", job))
+    line = refused(run_tool("backup", job))
+    assert "NUL or newline" in line, line
+    assert tool.S3(job).list(job["S3_PREFIX"]) == []
