@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "11f757cbecae06b7d7a60bc2b1bdafd65e6dbade"
+BASELINE = "c3cd3a761c57a8d0f5b5a4cf515a3a1a1e55e082"
 
 
 def _has_commit(commit: str) -> bool:
