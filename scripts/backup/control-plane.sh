@@ -86,10 +86,12 @@ mark() {
       fi
       echo "restore job $holder no longer runs: taking its place on $CONTROL_PLANE"
     fi
-    if kubectl annotate "$TCP" "$CONTROL_PLANE" --overwrite --resource-version="$version" \
-      "$RESTORE_MARK=$JOB_NAME" "$LAST_RESTORE=$JOB_NAME"; then
+    if out=$(kubectl annotate "$TCP" "$CONTROL_PLANE" --overwrite --resource-version="$version" \
+      "$RESTORE_MARK=$JOB_NAME" "$LAST_RESTORE=$JOB_NAME" 2>&1); then
+      echo "$out"
       return 0
     fi
+    echo "the restore lock changed while taking it, reading it again: $out"
     tries=$((tries + 1))
     if [ "$tries" -ge 5 ]; then
       echo "FAIL: could not take the restore lock of $CONTROL_PLANE" >&2

@@ -15,10 +15,12 @@ with ``error:`` on stderr and exits 1. Credentials are never printed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import gzip
 import hashlib
 import hmac
+import http.client
 import json
 import os
 import re
@@ -213,6 +215,10 @@ class S3:
         self._secret_key = env.get("AWS_SECRET_ACCESS_KEY", "")
         if not self._access_key or not self._secret_key:
             raise BackupError("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
+        try:
+            self.timeout = float(env.get("S3_TIMEOUT_SECONDS") or 60)
+        except ValueError:
+            raise BackupError("S3_TIMEOUT_SECONDS must be a number of seconds") from None
         self._context: ssl.SSLContext | None = None
         if self.scheme == "https":
             self._context = ssl.create_default_context(cafile=_ca_file(env))
@@ -253,7 +259,9 @@ class S3:
         )
         what = f"S3 {method} {key if key is not None else self.bucket}"
         try:
-            with urllib.request.urlopen(request, context=self._context, timeout=60) as response:
+            with urllib.request.urlopen(
+                request, context=self._context, timeout=self.timeout
+            ) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as err:
             status, payload = err.code, err.read()
@@ -264,6 +272,9 @@ class S3:
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
             raise BackupError(f"{what}: {reason}") from None
+        except http.client.HTTPException as err:
+            # A connection cut mid-body (IncompleteRead) or a garbled response: not an OSError.
+            raise BackupError(f"{what}: {type(err).__name__}: {err}") from None
 
     def put(self, key: str, body: bytes, content_type: str) -> None:
         self.request("PUT", key, body=body, headers={"Content-Type": content_type})
@@ -557,9 +568,13 @@ def suspect_reason(key_count: int, revision: int, previous: Mapping[str, Any] | 
     return None
 
 
-def _previous_good(s3: S3, tenant: str) -> tuple[str, dict[str, Any]] | None:
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+def _previous_good(s3: S3, backups: list[Listed]) -> tuple[str, dict[str, Any]] | None:
     """The newest complete backup's name and manifest metadata (None without one)."""
-    complete = [b for b in list_backups(s3, tenant) if b.complete]
+    complete = [b for b in backups if b.complete]
     if not complete:
         return None
     name = complete[0].name
@@ -648,7 +663,8 @@ def cmd_backup() -> None:
         if not kv.leased:
             # Refused here, loudly, rather than in every later restore (fetch refuses it too).
             _key_restorable(kv.key)
-    previous = _previous_good(s3, tenant)
+    backups = list_backups(s3, tenant)
+    previous = _previous_good(s3, backups)
     reason = suspect_reason(len(kvs), revision, previous[1] if previous else None)
     accepted = os.environ.get("BACKUP_ACCEPT_SUSPECT", "") not in ("", "0", "false")
     if reason and not accepted:
@@ -656,7 +672,7 @@ def cmd_backup() -> None:
             f"refusing the backup: {reason}; previous good backup {previous[0] if previous else ''}"
             " stays latest (if the change is intended: make backup ... ACCEPT_SUSPECT=1)"
         )
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    now = _now()
     metadata, blob = build_archive(
         tenant=tenant,
         prefix=prefix,
@@ -666,6 +682,12 @@ def cmd_backup() -> None:
         kvs=kvs,
     )
     name = archive_name(s3.prefix, tenant, now, revision)
+    if any(b.name == name and b.complete for b in backups):
+        # The same revision in the same second (a manual and a scheduled backup at once): that
+        # backup already holds exactly this. Writing it again would risk it: a failed read-back
+        # deletes the archive it wrote, which is the existing one's.
+        _print({"action": "backup", "name": name, "unchanged": True, "pruned": []})
+        return
     manifest = {
         "metadata": metadata,
         "archive": {
@@ -682,16 +704,18 @@ def cmd_backup() -> None:
     }
     s3.put(name, blob, "application/gzip")
     # Read back what the store holds before the manifest makes the backup visible as complete.
-    echoed = s3.get(name)
     try:
+        echoed = s3.get(name)
         if hashlib.sha256(echoed).hexdigest() != manifest["archive"]["sha256"]:
             raise BackupError(f"{name}: the stored archive differs from the one uploaded")
         stored_metadata, stored_kvs = parse_archive(echoed)
         if stored_metadata != metadata or len(stored_kvs) != len(kvs):
             raise BackupError(f"{name}: the stored archive does not hold what was exported")
-    except BackupError:
-        s3.delete(name)
-        raise
+    except BackupError as err:
+        # Without its manifest it is never restored, and the next backup prunes it.
+        with contextlib.suppress(BackupError):
+            s3.delete(name)
+        raise err from None
     s3.put(
         manifest_name(name),
         json.dumps(manifest, sort_keys=True, indent=1).encode("utf-8"),

@@ -440,3 +440,25 @@ def test_a_key_the_restore_cannot_write_is_refused_at_backup_time(
     line = refused(run_tool("backup", job))
     assert "NUL or newline" in line, line
     assert tool.S3(job).list(job["S3_PREFIX"]) == []
+
+
+def test_a_second_backup_of_the_same_revision_and_second_leaves_the_first_alone(
+    job: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A manual and a scheduled backup at once get the same name: the second must not rewrite
+    (and on a failed read-back delete) the first's archive."""
+    ok(run_script("etcd-export.sh", job))
+    for key, value in job.items():
+        monkeypatch.setenv(key, value)
+    fixed = dt.datetime(2026, 12, 5, 12, 0, 0, tzinfo=dt.UTC)
+    monkeypatch.setattr(tool, "_now", lambda: fixed)
+    assert tool.main(["backup"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    client = tool.S3(job)
+    puts: list[str] = []
+    monkeypatch.setattr(client.__class__, "put", lambda self, key, *a: puts.append(key))
+    assert tool.main(["backup"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second == {"action": "backup", "name": first["name"], "unchanged": True, "pruned": []}
+    assert puts == []
+    assert restore(job, first["name"])["name"] == first["name"]
