@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "c3cd3a761c57a8d0f5b5a4cf515a3a1a1e55e082"
+BASELINE = "0bec1c0e856087dd395c0b89c8f05a264b510c88"
 
 
 def _has_commit(commit: str) -> bool:
