@@ -343,31 +343,75 @@ def payload_sha256(kvs: list[KV]) -> str:
     return digest.hexdigest()
 
 
-def read_export(path: Path, prefix: str) -> tuple[int, list[KV]]:
-    """The revision and key-values of ``etcdctl get --prefix -w json``: etcdctl prints the
-    RangeResponse with encoding/json, so keys and values are base64 and a zero lease or an empty
-    value is omitted (etcd-io/etcd v3.5.6 etcdctl/ctlv3/command/printer_json.go:51-58,
-    api/mvccpb/kv.pb.go:54-68 ``omitempty`` tags)."""
+def _page(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_bytes())
-        revision = int(data["header"]["revision"])
-        raw = data.get("kvs") or []
-        kvs = [
-            KV(
-                base64.b64decode(item["key"], validate=True),
-                base64.b64decode(item.get("value", ""), validate=True),
-                int(item.get("lease", 0)) != 0,
-            )
-            for item in raw
-        ]
-    except FileNotFoundError:
-        raise BackupError(f"export {path} not found (did etcd-export.sh run?)") from None
+    except ValueError as err:
+        raise BackupError(f"export page {path} is not etcdctl's JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise BackupError(f"export page {path} is not etcdctl's JSON")
+    return data
+
+
+def _kvs_of(data: Mapping[str, Any]) -> list[KV]:
+    return [
+        KV(
+            base64.b64decode(item["key"], validate=True),
+            base64.b64decode(item.get("value", ""), validate=True),
+            int(item.get("lease", 0)) != 0,
+        )
+        for item in data.get("kvs") or []
+    ]
+
+
+def read_export(path: Path, prefix: str) -> tuple[int, list[KV]]:
+    """The revision and key-values of etcd-export.sh's export: a directory with ``revision`` and
+    ``page-NNNNNN.json``, each ``etcdctl get START END --limit N -w json``. etcdctl prints the
+    RangeResponse with encoding/json, so keys and values are base64 and a zero lease, an empty
+    value or a false ``more`` is omitted (etcd-io/etcd v3.5.6
+    etcdctl/ctlv3/command/printer_json.go:51-58, api/mvccpb/kv.pb.go:54-68 and
+    api/etcdserverpb/rpc.pb.go:528 ``omitempty`` tags). Pages are read one at a time, in key
+    order; a page starts with the last key of the one before, which is dropped. The first page's
+    ``count`` is every key of the range at that revision: the pages together must hold exactly
+    that many, and the last must not say more follow. A single JSON file (one unpaginated get)
+    is read the same way, as one page."""
+    if not path.exists():
+        raise BackupError(f"export {path} not found (did etcd-export.sh run?)")
+    try:
+        if path.is_dir():
+            revision = int((path / "revision").read_text().strip())
+            pages = sorted(path.glob("page-*.json"))
+        else:
+            revision = -1
+            pages = [path]
+        if not pages:
+            raise BackupError(f"export {path} holds no page")
+        kvs: list[KV] = []
+        total = -1
+        data: dict[str, Any] = {}
+        for index, page in enumerate(pages):
+            data = _page(page)
+            if index == 0:
+                total = int(data.get("count", 0))
+                if revision < 0:
+                    revision = int(data["header"]["revision"])
+            page_kvs = _kvs_of(data)
+            if index > 0:
+                # A page starts where the page before ended: drop what was read already.
+                while page_kvs and kvs and page_kvs[0].key <= kvs[-1].key:
+                    page_kvs.pop(0)
+            for kv in page_kvs:
+                if kvs and kv.key <= kvs[-1].key:
+                    raise BackupError(f"export {path} is not in key order at {kv.key!r}")
+                kvs.append(kv)
+    except OSError as err:
+        raise BackupError(f"export {path} unreadable: {err}") from None
     except (ValueError, KeyError, TypeError) as err:
         raise BackupError(f"export {path} is not etcdctl's JSON: {err}") from None
     if data.get("more"):
         raise BackupError(f"export {path} is incomplete (etcd says more keys follow)")
-    if int(data.get("count", len(kvs))) != len(kvs):
-        raise BackupError(f"export {path} holds {len(kvs)} keys but etcd counted {data['count']}")
+    if total != len(kvs):
+        raise BackupError(f"export {path} holds {len(kvs)} keys but etcd counted {total}")
     _refuse_outside(kvs, prefix)
     return revision, kvs
 
