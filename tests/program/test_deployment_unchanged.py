@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "0bec1c0e856087dd395c0b89c8f05a264b510c88"
+BASELINE = "3cd3063e8ba5df5881b01c923ff53414bd46a2f6"
 
 
 def _has_commit(commit: str) -> bool:
