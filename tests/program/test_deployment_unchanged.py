@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "3cd3063e8ba5df5881b01c923ff53414bd46a2f6"
+BASELINE = "62fa598b5f4511ec661c2e01eda3a37d1fbdf5ce"
 
 
 def _has_commit(commit: str) -> bool:
