@@ -269,8 +269,11 @@ def _granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 @pytest.mark.parametrize("prod", [False, True], ids=["lab", "prod"])
 def test_the_restore_role_allows_every_call_the_scripts_make(tmp_path: Path, prod: bool) -> None:
-
-    env = _stub(tmp_path, _state(cluster=prod))
+    # A failed restore's mark, so that stop also reads whether its Job still runs.
+    state = _state(cluster=prod)
+    state["tcp"]["annotations"][RESTORE_MARK] = "datastore-restore-0"
+    state["jobs"] = {"datastore-restore-0": _job("Failed")}
+    env = _stub(tmp_path, state)
     if prod:
         env["PAUSE_OWNER"] = CLUSTER_PAUSE.resource
     for script, args in (
@@ -283,6 +286,7 @@ def test_the_restore_role_allows_every_call_the_scripts_make(tmp_path: Path, pro
     plan = PROD_PLAN if prod else LAB_PLAN
     granted = _granted(objects.access(plan, restore=True)[1]["rules"])
     calls = [line.split() for line in (tmp_path / "calls").read_text().splitlines()]
+    assert ["get", "job"] in [c[:2] for c in calls]
     missing = {need for call in calls for need in _needed(call)} - granted
     assert not missing, f"the restore Role lacks {sorted(missing)}"
     # The backup runs the guard and the endpoints step: its Role is enough for that.
