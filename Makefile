@@ -200,22 +200,23 @@ usage: venv $(STACK_READY) ## Per-tenant GPU usage (allocated, used, efficiency)
 
 # Backups (docs/backups.md): a Job from the tenant's own CronJob in the management cluster.
 TENANT ?=
-BACKUP ?= latest
+BACKUP ?=
 YES ?=
+ACCEPT_SUSPECT ?=
 BACKUPS := $(BIN)/python scripts/backups.py --kubeconfig-stdin
 MANAGEMENT_KUBECONFIG := $(PULUMI) stack output --stack $(STACK) --show-secrets managementKubeconfig
 
 .PHONY: backup backups restore
 backup: venv $(STACK_READY) ## Back TENANT up now (verified, like the scheduled backups)
 	@test -n "$(TENANT)" || { echo "make backup TENANT=<name>" >&2; exit 2; }
-	@$(MANAGEMENT_KUBECONFIG) | $(BACKUPS) backup --tenant $(TENANT)
+	@$(MANAGEMENT_KUBECONFIG) | $(BACKUPS) backup --tenant $(TENANT) $(if $(ACCEPT_SUSPECT),--accept-suspect)
 
 backups: venv $(STACK_READY) ## List TENANT's backups, newest first
 	@test -n "$(TENANT)" || { echo "make backups TENANT=<name>" >&2; exit 2; }
 	@$(MANAGEMENT_KUBECONFIG) | $(BACKUPS) list --tenant $(TENANT)
 
 restore: venv $(STACK_READY) ## Restore TENANT from BACKUP=<name>|latest (stops its API server; needs YES=1)
-	@test -n "$(TENANT)" || { echo "make restore TENANT=<name> [BACKUP=<name>] YES=1" >&2; exit 2; }
+	@test -n "$(TENANT)" && test -n "$(BACKUP)" || { echo "make restore TENANT=<name> BACKUP=<name>|latest YES=1" >&2; exit 2; }
 	@$(MANAGEMENT_KUBECONFIG) | $(BACKUPS) restore --tenant $(TENANT) --backup $(BACKUP) $(if $(YES),--yes)
 
 .PHONY: docs

@@ -5,13 +5,15 @@ Each action is a Job made from the tenant's own CronJob in the management cluste
 (``components.backups.objects``): ``datastore-backup`` as it is (a backup now), its upload step
 alone with ``list`` (the listing, read with the tenant's own credentials), or the suspended
 ``datastore-restore`` with the backup to restore (``BACKUP_NAME``). A restore stops the tenant's
-API server until the restored keys are checked, so it runs only with ``--yes``.
+API server until the restored keys are checked, so it runs only with ``--yes``, and only with the
+backup named: a name from ``list``, or ``latest`` said explicitly (the newest complete backup,
+which the backup Job only publishes for a running tenant no restore has touched since).
 
 The management kubeconfig comes on stdin (``make`` pipes ``pulumi stack output --show-secrets
 managementKubeconfig``) and is written to a private temporary file, never printed.
 
 Usage: ``python scripts/backups.py {backup,list,restore} --tenant NAME [--backup NAME|latest]
-[--yes] [--timeout SECONDS] --kubeconfig-stdin``
+[--yes] [--accept-suspect] [--timeout SECONDS] --kubeconfig-stdin``
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from components.labels import TENANT_LABEL
 
 Kubectl = Callable[[Sequence[str], str | None], str]
 MANUAL_JOB_TTL_SECONDS = 86400
+JOB_DEADLINE_MARGIN_SECONDS = 300
 
 
 class BackupsError(Exception):
@@ -107,6 +110,35 @@ def _finished(job_status: Mapping[str, Any]) -> bool | None:
     return None
 
 
+def still_running(job: Mapping[str, Any]) -> bool:
+    """Whether a Job may still write: not finished (no Complete or Failed condition), or its pods
+    not yet gone (active or terminating). The same test control-plane.sh makes before taking
+    over the restore lock of a Job."""
+    status = job.get("status") or {}
+    if _finished(status) is None:
+        return True
+    return bool(status.get("active") or status.get("terminating"))
+
+
+def running_restores(kubectl: Kubectl, cron_job: Mapping[str, Any]) -> list[str]:
+    """The tenant's restore Jobs that still run (created from ``cron_job``, by its labels)."""
+    metadata = cron_job["metadata"]
+    labels = metadata.get("labels", {})
+    selector = ",".join(
+        f"{key}={labels[key]}" for key in (TENANT_LABEL, "app.kubernetes.io/name") if key in labels
+    )
+    found = json.loads(
+        kubectl(["-n", metadata["namespace"], "get", "jobs", "-l", selector, "-o", "json"], None)
+    )
+    return sorted(j["metadata"]["name"] for j in found.get("items", []) if still_running(j))
+
+
+def job_deadline(job: Mapping[str, Any]) -> float:
+    """How long to wait for ``job``: as long as it may run (activeDeadlineSeconds), plus the time
+    to schedule its pod and read its logs."""
+    return float(job["spec"].get("activeDeadlineSeconds") or 3600) + JOB_DEADLINE_MARGIN_SECONDS
+
+
 def pod_logs(kubectl: Kubectl, namespace: str, job: str) -> str:
     """Every started container's logs, pod by pod, in the pod's own order (init containers
     first), each line prefixed ``[pod/<pod>/<container>]``. A container that never started (a
@@ -152,7 +184,10 @@ def run_job(
         if succeeded is not None:
             break
         if time.monotonic() > deadline:
-            raise BackupsError(f"job {namespace}/{name} did not finish in {timeout:.0f}s")
+            raise BackupsError(
+                f"job {namespace}/{name} did not finish in {timeout:.0f}s and may still run "
+                f"(kubectl -n {namespace} get job {name})"
+            )
         time.sleep(poll)
     return succeeded, pod_logs(kubectl, namespace, name)
 
@@ -196,15 +231,29 @@ def act(kubectl: Kubectl, args: argparse.Namespace) -> int:
                 "checked and replaces every key of the tenant: run again with --yes (make "
                 "restore ... YES=1)"
             )
+        if not args.backup:
+            raise BackupsError(
+                "name the backup to restore: BACKUP=<name> from make backups, or BACKUP=latest "
+                "(the newest complete backup)"
+            )
         cron_job = find_cron_job(kubectl, args.tenant, RESTORE)
+        running = running_restores(kubectl, cron_job)
+        if running:
+            raise BackupsError(
+                f"restore job {', '.join(running)} of {args.tenant} still runs: one restore at "
+                "a time (wait for it, or delete that job to stop it; its restore lock is then "
+                "taken over)"
+            )
         job = job_from(cron_job, f"{RESTORE}-{stamp}", env={"BACKUP_NAME": args.backup})
     elif args.action == "list":
         cron_job = find_cron_job(kubectl, args.tenant, BACKUP)
         job = job_from(cron_job, f"{BACKUP}-list-{stamp}", only="upload", command="list")
     else:
         cron_job = find_cron_job(kubectl, args.tenant, BACKUP)
-        job = job_from(cron_job, f"{BACKUP}-manual-{stamp}")
-    succeeded, logs = run_job(kubectl, job, args.timeout)
+        accept = {"BACKUP_ACCEPT_SUSPECT": "1"} if getattr(args, "accept_suspect", False) else {}
+        job = job_from(cron_job, f"{BACKUP}-manual-{stamp}", env=accept)
+    timeout = args.timeout if args.timeout else job_deadline(job)
+    succeeded, logs = run_job(kubectl, job, timeout)
     seconds = time.monotonic() - started
     for summary in summaries(logs):
         print(json.dumps(summary))
@@ -222,9 +271,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=("backup", "list", "restore"))
     parser.add_argument("--tenant", required=True)
-    parser.add_argument("--backup", default="latest", help="object name or latest (restore)")
+    parser.add_argument("--backup", default="", help="object name or latest (restore)")
     parser.add_argument("--yes", action="store_true", help="really restore")
-    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument(
+        "--accept-suspect",
+        action="store_true",
+        help="back up even when the key count fell by half or the revision went back (backup)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds to wait (default: the Job's activeDeadlineSeconds and a margin)",
+    )
     parser.add_argument(
         "--kubeconfig-stdin", action="store_true", help="the management kubeconfig on stdin"
     )

@@ -2,7 +2,8 @@
 
 All of them live in the tenant's namespace in the management cluster, next to its control plane:
 
-* ``datastore-backup`` (CronJob): on the tenant's schedule, reads the etcd endpoints the tenant's
+* ``datastore-backup`` (CronJob): on the tenant's schedule, refuses a paused or restoring tenant
+  (``backup-guard.sh``, before and again after the export), reads the etcd endpoints the tenant's
   API server uses (``api-server-endpoints.sh``), exports the tenant's key prefix at one revision
   as the tenant's own etcd user (``etcd-export.sh``: Kamaji's per-tenant client certificate, whose
   role covers only ``/<schema>/``, so etcd itself refuses any other tenant's keys), then packs,
@@ -10,10 +11,12 @@ All of them live in the tenant's namespace in the management cluster, next to it
 * ``datastore-restore`` (CronJob, suspended for good): the template of a restore Job. Nothing
   runs it on a schedule or on ``pulumi up``; ``make restore`` creates a Job from it
   (docs/backups.md). Its steps, in order, each an init container so that a failure stops the
-  rest: fetch and verify the backup (before anything is touched), stop the control plane, import,
-  export again and compare, then start the control plane.
-* two ServiceAccounts with Roles: the backup may only read the control plane's Deployment; the
-  restore may also pause the control plane and scale its Deployment.
+  rest: fetch and verify the backup (before anything is touched), stop the control plane (and
+  suspend ``datastore-backup``), import, export again and compare, then start the control plane
+  (and resume ``datastore-backup``).
+* two ServiceAccounts with Roles: the backup may only read the control plane's Deployment and
+  TenantControlPlane; the restore may also mark and pause the control plane, scale its
+  Deployment and suspend and resume the backup CronJob.
 * ``datastore-backup-scripts`` (ConfigMap): the scripts above, from ``scripts/backup``.
 * ``datastore-backup-target`` (Secret): the S3 target (its data is registered as a secret).
 """
@@ -35,6 +38,7 @@ SCRIPTS = "datastore-backup-scripts"
 TARGET = "datastore-backup-target"
 SCRIPT_FILES = (
     "api-server-endpoints.sh",
+    "backup-guard.sh",
     "control-plane.sh",
     "etcd-env.sh",
     "etcd-export.sh",
@@ -65,6 +69,9 @@ CONTROL_PLANE_POD_LABEL = "kamaji.clastix.io/name"
 # Kamaji skips a TenantControlPlane carrying this annotation (api/v1alpha1/
 # tenantcontrolplane_const.go:7-9), so it does not scale the stopped Deployment back.
 KAMAJI_PAUSED_ANNOTATION = "kamaji.clastix.io/paused"
+# The label the Job controller puts on every pod of a Job, with the Job's name (kubernetes/api
+# batch/v1/types.go JobNameLabel): the restore's stop step marks the TenantControlPlane with it.
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 _USER = 65532
 _RESOURCES = {
     "requests": {"cpu": "50m", "memory": "64Mi"},
@@ -140,8 +147,15 @@ def _role_rules(plan: BackupPlan, restore: bool) -> list[dict[str, Any]]:
         "resourceNames": [plan.control_plane],
         "verbs": ["get", "list", "watch"] if restore else ["get"],
     }
+    control_plane: dict[str, Any] = {
+        "apiGroups": ["kamaji.clastix.io"],
+        "resources": ["tenantcontrolplanes"],
+        "resourceNames": [plan.control_plane],
+        "verbs": ["get", "patch"] if restore else ["get"],
+    }
     if not restore:
-        return [deployments]
+        # backup-guard.sh reads the TenantControlPlane's pause and restore marks.
+        return [deployments, control_plane]
     rules = [
         deployments,
         # `kubectl scale` gets the Deployment, then patches its scale subresource
@@ -153,12 +167,18 @@ def _role_rules(plan: BackupPlan, restore: bool) -> list[dict[str, Any]]:
             "verbs": ["get", "patch", "update"],
         },
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        control_plane,
+        # control-plane.sh suspends the scheduled backup while it restores and resumes it after
+        # the verified import (kubectl patch: get, then patch).
         {
-            "apiGroups": ["kamaji.clastix.io"],
-            "resources": ["tenantcontrolplanes"],
-            "resourceNames": [plan.control_plane],
+            "apiGroups": ["batch"],
+            "resources": ["cronjobs"],
+            "resourceNames": [BACKUP],
             "verbs": ["get", "patch"],
         },
+        # control-plane.sh reads whether the restore Job holding the lock still runs; restore
+        # Jobs are named per run, so no resourceNames.
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
     ]
     if plan.pause_owner is not None:
         rules.append(
@@ -306,13 +326,34 @@ def _control_plane(plan: BackupPlan, name: str, action: str) -> dict[str, Any]:
         "CONTROL_PLANE": plan.control_plane,
         "CONTROL_PLANE_POD_LABEL": CONTROL_PLANE_POD_LABEL,
         "KAMAJI_PAUSED_ANNOTATION": KAMAJI_PAUSED_ANNOTATION,
+        "BACKUP_CRON_JOB": BACKUP,
     }
     if plan.pause_owner is not None:
         env["PAUSE_OWNER"] = plan.pause_owner.resource
+    job_name = {
+        "name": "JOB_NAME",
+        "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOB_NAME_LABEL}']"}},
+    }
     return _container(
         name,
         PINNED.backup_kubectl_image,
         ["sh", f"{SCRIPTS_DIR}/control-plane.sh", action],
+        [*_env(env), job_name],
+        ("work", "scripts"),
+    )
+
+
+def _guard(plan: BackupPlan, name: str, when: str) -> dict[str, Any]:
+    """Refuses the backup of a paused or restoring tenant, before and after the export."""
+    env = {
+        **_common_env(plan),
+        "CONTROL_PLANE": plan.control_plane,
+        "KAMAJI_PAUSED_ANNOTATION": KAMAJI_PAUSED_ANNOTATION,
+    }
+    return _container(
+        name,
+        PINNED.backup_kubectl_image,
+        ["sh", f"{SCRIPTS_DIR}/backup-guard.sh", when],
         _env(env),
         ("work", "scripts"),
     )
@@ -350,12 +391,29 @@ def _pod(
 
 
 def backup_cron_job(plan: BackupPlan) -> dict[str, Any]:
-    """The scheduled backup: endpoints, export, then pack/upload/verify/prune."""
+    """The scheduled backup: refuse a paused or restoring tenant, endpoints, export, the same
+    refusal again (a restore may have begun during the export), then pack/upload/verify/prune.
+
+    ``spec.suspend`` is left out on purpose: the restore suspends the CronJob while it runs, and
+    pulumi-kubernetes applies server-side by default (pulumi/pulumi-kubernetes 94977969d
+    provider/pkg/provider/provider.go:651-665), sending only the fields the program sets, so a
+    ``pulumi up`` during a restore does not resume the backups. The in-Job guard protects the
+    tenant either way."""
     pod = _pod(
         plan,
         BACKUP,
-        [_endpoints(plan), _etcd(plan, "export", "etcd-export.sh", "export.json")],
-        _python(plan, "upload", "backup", {"EXPORT_FILE": "export.json"}),
+        [
+            _guard(plan, "guard", "before"),
+            _endpoints(plan),
+            _etcd(plan, "export", "etcd-export.sh", "export.json"),
+            _guard(plan, "recheck", "after"),
+        ],
+        _python(
+            plan,
+            "upload",
+            "backup",
+            {"EXPORT_FILE": "export.json", "BACKUP_ACCEPT_SUSPECT": ""},
+        ),
     )
     return {
         "apiVersion": "batch/v1",

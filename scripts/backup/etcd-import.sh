@@ -46,18 +46,26 @@ etcdctl del --prefix "$BACKUP_PREFIX" >/dev/null
 
 # One `etcdctl put` per key (a process and a TLS handshake each), IMPORT_PARALLEL at a time: the
 # keys are distinct and were all deleted above, so their order does not matter, and the tenant's
-# API server is stopped until check-restored has compared every key. xargs exits non-zero when
-# any put failed (set -e stops the import there).
+# API server is stopped until check-restored has compared every key. The first failed put ends
+# the import: it exits 255, on which GNU xargs stops at once instead of trying every remaining
+# key (findutils xargs(1): "If any invocation of the command exits with a status of 255, xargs
+# will stop immediately without reading any further input"); an etcd that went away otherwise
+# cost a dial timeout per remaining key, hours for a large tenant. set -e then fails the step.
+# A put is small: it gets IMPORT_PUT_TIMEOUT (default 30s), not the ETCDCTL_COMMAND_TIMEOUT the
+# Job gives the export's one large Range, so a put to a dead member fails in seconds.
 put_one() {
   local keyfile="$1" key valuefile
   key="$(<"$keyfile")"
   valuefile="$plan/values/${keyfile##*/}"
   if [ -s "$valuefile" ]; then
-    etcdctl put -- "$key" <"$valuefile" >/dev/null
+    ETCDCTL_COMMAND_TIMEOUT="$IMPORT_PUT_TIMEOUT" etcdctl put -- "$key" <"$valuefile" >/dev/null ||
+      exit 255
   else
-    etcdctl put -- "$key" "" >/dev/null
+    ETCDCTL_COMMAND_TIMEOUT="$IMPORT_PUT_TIMEOUT" etcdctl put -- "$key" "" >/dev/null || exit 255
   fi
 }
+IMPORT_PUT_TIMEOUT="${IMPORT_PUT_TIMEOUT:-30s}"
+export IMPORT_PUT_TIMEOUT
 export -f put_one
 export plan
 # shellcheck disable=SC2016  # $1 is expanded by the child bash, not here

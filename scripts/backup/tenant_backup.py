@@ -15,10 +15,12 @@ with ``error:`` on stderr and exits 1. Credentials are never printed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import gzip
 import hashlib
 import hmac
+import http.client
 import json
 import os
 import re
@@ -31,7 +33,7 @@ import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,14 @@ ARCHIVE_SUFFIX = ".json.gz"
 MANIFEST_SUFFIX = ".manifest.json"
 PLAN_DIR = "restore"
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+COPY_CHUNK = 1 << 20
+# A backup holding fewer than this share of the previous good backup's keys is refused (unless
+# accepted, BACKUP_ACCEPT_SUSPECT): a restore interrupted after its delete, or a datastore
+# re-created empty, leaves the prefix with a fraction of its keys, and such a backup would become
+# `latest` and push the good ones out of retention. Half: a tenant rarely loses half of all its
+# API objects between two scheduled backups on purpose, and when it does, one accepted backup
+# (make backup ... ACCEPT_SUSPECT=1) is the new reference.
+MIN_KEPT_SHARE = 0.5
 
 
 class BackupError(Exception):
@@ -206,6 +216,10 @@ class S3:
         self._secret_key = env.get("AWS_SECRET_ACCESS_KEY", "")
         if not self._access_key or not self._secret_key:
             raise BackupError("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
+        try:
+            self.timeout = float(env.get("S3_TIMEOUT_SECONDS") or 60)
+        except ValueError:
+            raise BackupError("S3_TIMEOUT_SECONDS must be a number of seconds") from None
         self._context: ssl.SSLContext | None = None
         if self.scheme == "https":
             self._context = ssl.create_default_context(cafile=_ca_file(env))
@@ -217,12 +231,22 @@ class S3:
         *,
         query: Mapping[str, str] | None = None,
         body: bytes = b"",
+        body_file: tuple[Path, int, str] | None = None,
+        sink: Path | None = None,
         headers: Mapping[str, str] | None = None,
         ok: tuple[int, ...] = (200,),
     ) -> tuple[int, bytes]:
         """One signed request; ``key=None`` addresses the bucket itself. A status outside
-        ``ok`` raises BackupError with S3's error code (never the request's headers)."""
+        ``ok`` raises BackupError with S3's error code (never the request's headers).
+        ``body_file`` (path, size, sha256) streams the body from a file; ``sink`` streams a
+        successful response's body into a file (the returned bytes are then empty), so an
+        archive never has to fit in memory."""
         query = dict(query or {})
+        headers = dict(headers or {})
+        payload_sha = hashlib.sha256(body).hexdigest() if body else EMPTY_SHA256
+        if body_file is not None:
+            headers["Content-Length"] = str(body_file[1])
+            payload_sha = body_file[2]
         path = f"{self.base_path}/{_quote(self.bucket)}"
         if key is not None:
             path += "/" + _quote(key, safe="-_.~/")
@@ -231,8 +255,8 @@ class S3:
             host=self.host,
             path=path,
             query=query,
-            headers=dict(headers or {}),
-            payload_sha256=hashlib.sha256(body).hexdigest() if body else EMPTY_SHA256,
+            headers=headers,
+            payload_sha256=payload_sha,
             access_key=self._access_key,
             secret_key=self._secret_key,
             region=self.region,
@@ -241,13 +265,24 @@ class S3:
         url = f"{self.scheme}://{self.host}{path}"
         if query:
             url += "?" + "&".join(f"{_quote(k)}={_quote(v)}" for k, v in sorted(query.items()))
-        request = urllib.request.Request(
-            url, data=body if method in ("PUT", "POST") else None, method=method, headers=signed
-        )
         what = f"S3 {method} {key if key is not None else self.bucket}"
         try:
-            with urllib.request.urlopen(request, context=self._context, timeout=60) as response:
-                return response.status, response.read()
+            with contextlib.ExitStack() as stack:
+                data: Any = body if method in ("PUT", "POST") else None
+                if body_file is not None:
+                    data = stack.enter_context(body_file[0].open("rb"))
+                request = urllib.request.Request(url, data=data, method=method, headers=signed)
+                response = stack.enter_context(
+                    urllib.request.urlopen(request, context=self._context, timeout=self.timeout)
+                )
+                if sink is None:
+                    return response.status, response.read()
+                with sink.open("wb") as out:
+                    shutil.copyfileobj(response, out, COPY_CHUNK)
+                    length = response.headers.get("Content-Length")
+                    if length is not None and out.tell() != int(length):
+                        raise http.client.IncompleteRead(b"", int(length) - out.tell())
+                return response.status, b""
         except urllib.error.HTTPError as err:
             status, payload = err.code, err.read()
             if status in ok:
@@ -257,12 +292,24 @@ class S3:
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
             raise BackupError(f"{what}: {reason}") from None
+        except http.client.HTTPException as err:
+            # A connection cut mid-body (IncompleteRead) or a garbled response: not an OSError.
+            raise BackupError(f"{what}: {type(err).__name__}: {err}") from None
 
     def put(self, key: str, body: bytes, content_type: str) -> None:
         self.request("PUT", key, body=body, headers={"Content-Type": content_type})
 
     def get(self, key: str) -> bytes:
         return self.request("GET", key)[1]
+
+    def put_file(self, key: str, path: Path, sha256: str, content_type: str) -> None:
+        size = path.stat().st_size
+        self.request(
+            "PUT", key, body_file=(path, size, sha256), headers={"Content-Type": content_type}
+        )
+
+    def get_file(self, key: str, path: Path) -> None:
+        self.request("GET", key, sink=path)
 
     def delete(self, key: str) -> None:
         self.request("DELETE", key, ok=(200, 204))
@@ -314,44 +361,274 @@ class KV:
     leased: bool
 
 
+def _payload_update(digest: Any, kv: KV) -> None:
+    digest.update(len(kv.key).to_bytes(8, "big") + kv.key)
+    digest.update(len(kv.value).to_bytes(8, "big") + kv.value)
+    digest.update(b"\x01" if kv.leased else b"\x00")
+
+
 def payload_sha256(kvs: list[KV]) -> str:
     """A digest of what a restore writes, independent of the JSON and gzip encodings: per key in
     byte order, length-prefixed key and value and the lease flag."""
     digest = hashlib.sha256()
     for kv in sorted(kvs, key=lambda kv: kv.key):
-        digest.update(len(kv.key).to_bytes(8, "big") + kv.key)
-        digest.update(len(kv.value).to_bytes(8, "big") + kv.value)
-        digest.update(b"\x01" if kv.leased else b"\x00")
+        _payload_update(digest, kv)
     return digest.hexdigest()
 
 
-def read_export(path: Path, prefix: str) -> tuple[int, list[KV]]:
-    """The revision and key-values of ``etcdctl get --prefix -w json``: etcdctl prints the
-    RangeResponse with encoding/json, so keys and values are base64 and a zero lease or an empty
-    value is omitted (etcd-io/etcd v3.5.6 etcdctl/ctlv3/command/printer_json.go:51-58,
-    api/mvccpb/kv.pb.go:54-68 ``omitempty`` tags)."""
+def _page(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_bytes())
-        revision = int(data["header"]["revision"])
-        raw = data.get("kvs") or []
-        kvs = [
-            KV(
-                base64.b64decode(item["key"], validate=True),
-                base64.b64decode(item.get("value", ""), validate=True),
-                int(item.get("lease", 0)) != 0,
+    except ValueError as err:
+        raise BackupError(f"export page {path} is not etcdctl's JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise BackupError(f"export page {path} is not etcdctl's JSON")
+    return data
+
+
+def _kvs_of(data: Mapping[str, Any]) -> list[KV]:
+    return [
+        KV(
+            base64.b64decode(item["key"], validate=True),
+            base64.b64decode(item.get("value", ""), validate=True),
+            int(item.get("lease", 0)) != 0,
+        )
+        for item in data.get("kvs") or []
+    ]
+
+
+class Export:
+    """etcd-export.sh's export, read as a stream: a directory with ``revision`` and
+    ``page-NNNNNN.json``, each ``etcdctl get START END --limit N -w json``. etcdctl prints the
+    RangeResponse with encoding/json, so keys and values are base64 and a zero lease, an empty
+    value or a false ``more`` is omitted (etcd-io/etcd v3.5.6
+    etcdctl/ctlv3/command/printer_json.go:51-58, api/mvccpb/kv.pb.go:54-68 and
+    api/etcdserverpb/rpc.pb.go:528 ``omitempty`` tags). Pages are read one at a time, in key
+    order; a page starts with the last key of the one before, which is dropped. The first page's
+    ``count`` is every key of the range at that revision: iterating to the end checks that the
+    pages held exactly that many and that the last does not say more follow. A single JSON file
+    (one unpaginated get) is read the same way, as one page. Memory: one page."""
+
+    def __init__(self, path: Path, prefix: str) -> None:
+        self.path, self.prefix = path, prefix
+        if not path.exists():
+            raise BackupError(f"export {path} not found (did etcd-export.sh run?)")
+        try:
+            if path.is_dir():
+                self.revision = int((path / "revision").read_text().strip())
+                self.pages = sorted(path.glob("page-*.json"))
+            else:
+                self.revision = -1
+                self.pages = [path]
+            if not self.pages:
+                raise BackupError(f"export {path} holds no page")
+            first = _page(self.pages[0])
+            self.total = int(first.get("count", 0))
+            if self.revision < 0:
+                self.revision = int(first["header"]["revision"])
+        except OSError as err:
+            raise BackupError(f"export {path} unreadable: {err}") from None
+        except (ValueError, KeyError, TypeError) as err:
+            raise BackupError(f"export {path} is not etcdctl's JSON: {err}") from None
+
+    def __iter__(self) -> Iterator[KV]:
+        path, wanted = self.path, self.prefix.encode("utf-8")
+        last: bytes | None = None
+        count = 0
+        data: dict[str, Any] = {}
+        for index, page in enumerate(self.pages):
+            try:
+                data = _page(page)
+                page_kvs = _kvs_of(data)
+            except OSError as err:
+                raise BackupError(f"export {path} unreadable: {err}") from None
+            except (ValueError, KeyError, TypeError) as err:
+                raise BackupError(f"export {path} is not etcdctl's JSON: {err}") from None
+            if index > 0:
+                # A page starts where the page before ended: drop what was read already.
+                while page_kvs and last is not None and page_kvs[0].key <= last:
+                    page_kvs.pop(0)
+            for kv in page_kvs:
+                if last is not None and kv.key <= last:
+                    raise BackupError(f"export {path} is not in key order at {kv.key!r}")
+                if not kv.key.startswith(wanted):
+                    raise BackupError(f"key {kv.key!r} is outside BACKUP_PREFIX {self.prefix}")
+                last = kv.key
+                count += 1
+                yield kv
+        if data.get("more"):
+            raise BackupError(f"export {path} is incomplete (etcd says more keys follow)")
+        if count != self.total:
+            raise BackupError(f"export {path} holds {count} keys but etcd counted {self.total}")
+
+
+def read_export(path: Path, prefix: str) -> tuple[int, list[KV]]:
+    """The whole export in memory (small exports and tests; the subcommands stream it)."""
+    export = Export(path, prefix)
+    return export.revision, list(export)
+
+
+class ArchiveWriter:
+    """Writes an archive as it goes, one key at a time, to a gzip file: the same document as
+    ``build_archive`` (``{"kvs":[...],"metadata":{...}}``, keys sorted, no spaces; the metadata
+    comes last, so its counts and payload digest are known when it is written). Memory: one
+    key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("wb")
+        self._gzip = gzip.GzipFile(filename="", mode="wb", fileobj=self._file, mtime=0)
+        self._gzip.write(b'{"kvs":[')
+        self._digest = hashlib.sha256()
+        self.count = 0
+        self.leased = 0
+        self._last: bytes | None = None
+
+    def add(self, kv: KV) -> None:
+        if self._last is not None and kv.key <= self._last:
+            raise BackupError(f"keys out of order at {kv.key!r}")
+        self._last = kv.key
+        _payload_update(self._digest, kv)
+        item = {
+            "key": base64.b64encode(kv.key).decode("ascii"),
+            "leased": kv.leased,
+            "value": base64.b64encode(kv.value).decode("ascii"),
+        }
+        text = json.dumps(item, sort_keys=True, separators=(",", ":"))
+        self._gzip.write((b"," if self.count else b"") + text.encode("utf-8"))
+        self.count += 1
+        self.leased += kv.leased
+
+    def finish(self, metadata: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
+        """Complete ``metadata`` with the counts and digest, close the archive; returns the
+        metadata, the archive's size and sha256."""
+        metadata = {
+            **metadata,
+            "formatVersion": FORMAT_VERSION,
+            "keyCount": self.count,
+            "leasedKeyCount": self.leased,
+            "payloadSha256": self._digest.hexdigest(),
+        }
+        tail = json.dumps(metadata, sort_keys=True, separators=(",", ":"))
+        self._gzip.write(f'],"metadata":{tail}}}'.encode())
+        self._gzip.close()
+        self._file.close()
+        return metadata, self.path.stat().st_size, _file_sha256(self.path)
+
+    def abandon(self) -> None:
+        self._gzip.close()
+        self._file.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as source:
+        for chunk in iter(lambda: source.read(COPY_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class ArchiveReader:
+    """Reads an archive file as a stream of key-values, and checks it as ``parse_archive`` does
+    once the stream ends: its format, key count, leased-key count and payload digest match its
+    metadata, no key twice (keys strictly ascending). ``metadata`` is set after the last key.
+    Memory: a chunk of the document and one key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.metadata: dict[str, Any] | None = None
+
+    def __iter__(self) -> Iterator[KV]:
+        try:
+            with gzip.open(self.path, "rt", encoding="utf-8") as text:
+                yield from self._parse(text)
+        except (OSError, EOFError, zlib.error) as err:
+            raise BackupError(f"archive is not valid gzip: {err}") from None
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+            raise BackupError(f"archive is not a backup document: {err}") from None
+
+    def _parse(self, text: Any) -> Iterator[KV]:
+        decoder = json.JSONDecoder()
+        buffer, position, ended = "", 0, False
+
+        def more() -> bool:
+            nonlocal buffer, position, ended
+            chunk = text.read(COPY_CHUNK)
+            if not chunk:
+                ended = True
+                return False
+            buffer, position = buffer[position:] + chunk, 0
+            return True
+
+        def expect(literal: str) -> None:
+            nonlocal position
+            while len(buffer) - position < len(literal) and more():
+                pass
+            if buffer[position : position + len(literal)] != literal:
+                raise BackupError(f"archive is not a backup document: expected {literal!r}")
+            position += len(literal)
+
+        def peek() -> str:
+            while len(buffer) - position < 1 and more():
+                pass
+            return buffer[position : position + 1]
+
+        def value() -> Any:
+            nonlocal position
+            while True:
+                try:
+                    found, end = decoder.raw_decode(buffer, position)
+                    position = end
+                    return found
+                except json.JSONDecodeError:
+                    if ended or not more():
+                        raise BackupError("archive is not a backup document: truncated") from None
+
+        digest = hashlib.sha256()
+        count = leased = 0
+        last: bytes | None = None
+        expect('{"kvs":[')
+        if peek() == "]":
+            expect("]")
+        else:
+            while True:
+                item = value()
+                kv = KV(
+                    base64.b64decode(item["key"], validate=True),
+                    base64.b64decode(item["value"], validate=True),
+                    bool(item["leased"]),
+                )
+                if last is not None and kv.key <= last:
+                    raise BackupError("archive holds a key twice or out of order")
+                last = kv.key
+                _payload_update(digest, kv)
+                count += 1
+                leased += kv.leased
+                yield kv
+                if peek() == ",":
+                    expect(",")
+                    continue
+                expect("]")
+                break
+        expect(',"metadata":')
+        metadata = value()
+        expect("}")
+        if peek():
+            raise BackupError("archive is not a backup document: data after its end")
+        if not isinstance(metadata, dict):
+            raise BackupError("archive is not a backup document: no metadata")
+        if metadata.get("formatVersion") != FORMAT_VERSION:
+            raise BackupError(f"archive format {metadata.get('formatVersion')!r} is not supported")
+        if metadata.get("keyCount") != count:
+            raise BackupError(
+                f"archive holds {count} keys, its metadata says {metadata.get('keyCount')}"
             )
-            for item in raw
-        ]
-    except FileNotFoundError:
-        raise BackupError(f"export {path} not found (did etcd-export.sh run?)") from None
-    except (ValueError, KeyError, TypeError) as err:
-        raise BackupError(f"export {path} is not etcdctl's JSON: {err}") from None
-    if data.get("more"):
-        raise BackupError(f"export {path} is incomplete (etcd says more keys follow)")
-    if int(data.get("count", len(kvs))) != len(kvs):
-        raise BackupError(f"export {path} holds {len(kvs)} keys but etcd counted {data['count']}")
-    _refuse_outside(kvs, prefix)
-    return revision, kvs
+        if metadata.get("leasedKeyCount") != leased:
+            raise BackupError("archive's leased-key count does not match its keys")
+        if metadata.get("payloadSha256") != digest.hexdigest():
+            raise BackupError("archive's payload sha256 does not match its keys and values")
+        self.metadata = metadata
 
 
 def _refuse_outside(kvs: list[KV], prefix: str) -> None:
@@ -495,33 +772,154 @@ def _print(document: Mapping[str, Any]) -> None:
     print(json.dumps(document, sort_keys=True), flush=True)
 
 
-def _verify_download(
-    s3: S3, name: str, tenant: str, prefix: str
-) -> tuple[dict[str, Any], list[KV], dict[str, Any]]:
-    """Download a backup and its manifest and check everything a restore relies on."""
+def _manifest_of(s3: S3, name: str) -> dict[str, Any]:
     try:
         manifest = json.loads(s3.get(manifest_name(name)))
-        expected_size = int(manifest["archive"]["size"])
-        expected_sha = str(manifest["archive"]["sha256"])
-        manifest_metadata = manifest["metadata"]
+        int(manifest["archive"]["size"])
+        str(manifest["archive"]["sha256"])
+        if not isinstance(manifest["metadata"], dict):
+            raise TypeError("metadata is not an object")
     except BackupError as err:
         raise BackupError(f"manifest of {name} unreadable: {err}") from None
     except (ValueError, KeyError, TypeError) as err:
         raise BackupError(f"manifest of {name} is not a backup manifest: {err}") from None
-    blob = s3.get(name)
-    if len(blob) != expected_size:
-        raise BackupError(f"{name}: {len(blob)} bytes, manifest says {expected_size}")
-    if hashlib.sha256(blob).hexdigest() != expected_sha:
+    return dict(manifest)
+
+
+def _download(s3: S3, name: str, manifest: Mapping[str, Any], path: Path) -> None:
+    """The archive into ``path``, its size and sha256 checked against the manifest."""
+    s3.get_file(name, path)
+    size, expected = path.stat().st_size, int(manifest["archive"]["size"])
+    if size != expected:
+        raise BackupError(f"{name}: {size} bytes, manifest says {expected}")
+    if _file_sha256(path) != manifest["archive"]["sha256"]:
         raise BackupError(f"{name}: sha256 does not match its manifest")
-    metadata, kvs = parse_archive(blob)
-    if metadata != manifest_metadata:
-        raise BackupError(f"{name}: archive metadata differs from its manifest")
+
+
+def _check_manifest(
+    s3: S3, name: str, manifest: Mapping[str, Any], tenant: str, prefix: str
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = manifest["metadata"]
     if metadata.get("tenant") != tenant:
         raise BackupError(f"{name} belongs to tenant {metadata.get('tenant')!r}, not {tenant!r}")
     if metadata.get("prefix") != prefix:
         raise BackupError(f"{name} holds prefix {metadata.get('prefix')!r}, not {prefix!r}")
+    named_as = name_mismatch(name, manifest, s3.prefix, tenant)
+    if named_as:
+        raise BackupError(f"{name}: {named_as} (a backup copied under another name?)")
+    return metadata
+
+
+def _verify_download(
+    s3: S3, name: str, tenant: str, prefix: str
+) -> tuple[dict[str, Any], list[KV], dict[str, Any]]:
+    """Download a backup and its manifest and check everything a restore relies on (in
+    memory: for tests and small backups; fetch streams the same checks)."""
+    manifest = _manifest_of(s3, name)
+    metadata = _check_manifest(s3, name, manifest, tenant, prefix)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "archive"
+        _download(s3, name, manifest, path)
+        reader = ArchiveReader(path)
+        kvs = list(reader)
+    if reader.metadata != metadata:
+        raise BackupError(f"{name}: archive metadata differs from its manifest")
     _refuse_outside(kvs, prefix)
     return metadata, kvs, manifest
+
+
+def suspect_reason(key_count: int, revision: int, previous: Mapping[str, Any] | None) -> str | None:
+    """Why a backup of ``key_count`` keys at ``revision`` must not become a good backup, given
+    the previous good backup's manifest metadata (None: there is none), or None when it may.
+    Pure: the refusals of cmd_backup."""
+    if previous is None:
+        return None
+    try:
+        before_keys, before_revision = int(previous["keyCount"]), int(previous["revision"])
+    except (KeyError, TypeError, ValueError):
+        return "the previous backup's manifest has no keyCount and revision"
+    if revision < before_revision:
+        return (
+            f"the datastore's revision went back from {before_revision} to {revision} "
+            "(a re-created etcd?)"
+        )
+    if key_count < before_keys * MIN_KEPT_SHARE:
+        return (
+            f"the key count fell from {before_keys} to {key_count}, below "
+            f"{MIN_KEPT_SHARE:.0%} of the previous backup (a half-restored tenant?)"
+        )
+    return None
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+def _previous_good(s3: S3, backups: list[Listed]) -> tuple[str, dict[str, Any]] | None:
+    """The newest complete backup's name and manifest metadata (None without one)."""
+    complete = [b for b in backups if b.complete]
+    if not complete:
+        return None
+    name = complete[0].name
+    try:
+        metadata = json.loads(s3.get(manifest_name(name)))["metadata"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise BackupError(f"manifest of the previous backup {name} unreadable: {err}") from None
+    if not isinstance(metadata, dict):
+        raise BackupError(f"manifest of the previous backup {name} holds no metadata")
+    return name, metadata
+
+
+def name_mismatch(
+    name: str, manifest: Mapping[str, Any], s3_prefix: str, tenant: str
+) -> str | None:
+    """Why the object ``name`` does not hold the backup its manifest describes, or None. `latest`
+    is chosen by the names' time and revision, so an older backup copied under a newer name would
+    otherwise be restored as the newest: the name must be the manifest's own archive name, and its
+    time and revision the metadata's. Pure."""
+    match = _name_pattern(s3_prefix, tenant).fullmatch(name)
+    if match is None:
+        return "not a backup name"
+    archive = manifest.get("archive") or {}
+    metadata = manifest.get("metadata") or {}
+    if archive.get("name") != name:
+        return f"its manifest was written for {archive.get('name')!r}"
+    try:
+        taken = dt.datetime.strptime(str(metadata.get("time")), "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return f"its manifest's time {metadata.get('time')!r} is not a time"
+    if taken.strftime("%Y%m%dT%H%M%SZ") != match["time"] or metadata.get("revision") != int(
+        match["revision"]
+    ):
+        return (
+            f"its manifest says time {metadata.get('time')} revision {metadata.get('revision')}, "
+            f"its name {match['time']} revision {match['revision']}"
+        )
+    return None
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+].*)?", version or "")
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def version_refusal(backup_version: str, running_version: str) -> tuple[str | None, str | None]:
+    """(refusal, warning) for restoring a backup taken at ``backup_version`` into a control plane
+    running ``running_version``. Kubernetes has no storage-version downgrade: objects stored by a
+    newer API server may not decode in an older one, so a backup of a newer minor is refused; an
+    older minor or another patch release is a warning (the API server converts what an older one
+    stored). Unknown versions cannot be compared: a warning. Pure."""
+    if not running_version or backup_version == running_version:
+        return None, None
+    taken, running = _minor(backup_version), _minor(running_version)
+    if taken is not None and running is not None and taken > running:
+        return (
+            f"backup taken at Kubernetes {backup_version}, newer than the {running_version} the "
+            "tenant runs: an older API server may not read what a newer one stored; upgrade the "
+            "tenant first",
+            None,
+        )
+    return None, f"backup taken at Kubernetes {backup_version}, tenant runs {running_version}"
 
 
 def cmd_backup() -> None:
@@ -539,37 +937,99 @@ def cmd_backup() -> None:
     if retention < 1:
         raise BackupError("BACKUP_RETENTION must be at least 1")
     s3 = S3()
-    revision, kvs = read_export(_export_path(), prefix)
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
-    metadata, blob = build_archive(
-        tenant=tenant,
-        prefix=prefix,
-        kubernetes_version=kubernetes_version,
-        revision=revision,
-        when=now,
-        kvs=kvs,
-    )
+    work = _work_dir()
+    export = Export(_export_path(), prefix)
+    revision = export.revision
+    now = _now()
+    archive = work / ".archive.json.gz"
+    writer = ArchiveWriter(archive)
+    try:
+        for kv in export:
+            if not kv.leased:
+                # Refused here, loudly, rather than in every later restore (fetch refuses it too).
+                _key_restorable(kv.key)
+            writer.add(kv)
+        metadata, size, sha = writer.finish(
+            {
+                "tenant": tenant,
+                "prefix": prefix,
+                "kubernetesVersion": kubernetes_version,
+                "revision": revision,
+                "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            }
+        )
+    except BaseException:
+        writer.abandon()
+        raise
+    try:
+        _publish(s3, tenant, retention, revision, now, archive, metadata, size, sha)
+    finally:
+        archive.unlink(missing_ok=True)
+
+
+def _publish(
+    s3: S3,
+    tenant: str,
+    retention: int,
+    revision: int,
+    now: dt.datetime,
+    archive: Path,
+    metadata: dict[str, Any],
+    size: int,
+    sha: str,
+) -> None:
+    """Refuse what must not become a good backup, upload, read back, verify, write the manifest
+    and prune."""
+    if metadata["keyCount"] == 0:
+        # A live Kubernetes prefix always holds keys (namespaces, RBAC bootstrap): restoring an
+        # empty backup would wipe the tenant.
+        raise BackupError(
+            f"the export of {metadata['prefix']} holds no key: refusing an empty backup"
+        )
+    backups = list_backups(s3, tenant)
+    previous = _previous_good(s3, backups)
+    reason = suspect_reason(metadata["keyCount"], revision, previous[1] if previous else None)
+    accepted = os.environ.get("BACKUP_ACCEPT_SUSPECT", "") not in ("", "0", "false")
+    if reason and not accepted:
+        raise BackupError(
+            f"refusing the backup: {reason}; previous good backup {previous[0] if previous else ''}"
+            " stays latest (if the change is intended: make backup ... ACCEPT_SUSPECT=1)"
+        )
     name = archive_name(s3.prefix, tenant, now, revision)
+    if any(b.name == name and b.complete for b in backups):
+        # The same revision in the same second (a manual and a scheduled backup at once): that
+        # backup already holds exactly this. Writing it again would risk it: a failed read-back
+        # deletes the archive it wrote, which is the existing one's.
+        _print({"action": "backup", "name": name, "unchanged": True, "pruned": []})
+        return
     manifest = {
         "metadata": metadata,
-        "archive": {
-            "name": name,
-            "size": len(blob),
-            "sha256": hashlib.sha256(blob).hexdigest(),
-        },
+        "archive": {"name": name, "size": size, "sha256": sha},
+        "previous": (
+            {k: previous[1].get(k) for k in ("revision", "keyCount")} | {"name": previous[0]}
+            if previous
+            else None
+        ),
+        **({"accepted": reason} if reason else {}),
     }
-    s3.put(name, blob, "application/gzip")
+    s3.put_file(name, archive, sha, "application/gzip")
     # Read back what the store holds before the manifest makes the backup visible as complete.
-    echoed = s3.get(name)
+    echoed = archive.with_name(".echoed.json.gz")
     try:
-        if hashlib.sha256(echoed).hexdigest() != manifest["archive"]["sha256"]:
+        s3.get_file(name, echoed)
+        if _file_sha256(echoed) != sha:
             raise BackupError(f"{name}: the stored archive differs from the one uploaded")
-        stored_metadata, stored_kvs = parse_archive(echoed)
-        if stored_metadata != metadata or len(stored_kvs) != len(kvs):
+        reader = ArchiveReader(echoed)
+        stored = sum(1 for _ in reader)
+        if reader.metadata != metadata or stored != metadata["keyCount"]:
             raise BackupError(f"{name}: the stored archive does not hold what was exported")
-    except BackupError:
-        s3.delete(name)
-        raise
+    except BackupError as err:
+        # Without its manifest it is never restored, and the next backup prunes it.
+        with contextlib.suppress(BackupError):
+            s3.delete(name)
+        raise err from None
+    finally:
+        echoed.unlink(missing_ok=True)
     s3.put(
         manifest_name(name),
         json.dumps(manifest, sort_keys=True, indent=1).encode("utf-8"),
@@ -581,8 +1041,8 @@ def cmd_backup() -> None:
             "action": "backup",
             "name": name,
             "bucket": s3.bucket,
-            "size": len(blob),
-            "sha256": manifest["archive"]["sha256"],
+            "size": size,
+            "sha256": sha,
             **{k: metadata[k] for k in ("tenant", "revision", "time", "keyCount")},
             "leasedKeyCount": metadata["leasedKeyCount"],
             "pruned": pruned,
@@ -646,39 +1106,53 @@ def cmd_fetch() -> None:
             raise BackupError(
                 f"BACKUP_NAME {name!r} is not a backup of tenant {tenant} under {s3.prefix!r}"
             )
-    metadata, kvs, _ = _verify_download(s3, name, tenant, prefix)
-    restored = [kv for kv in kvs if not kv.leased]
-    skipped = [kv for kv in kvs if kv.leased]
-    for kv in restored:
-        _key_restorable(kv.key)
+    manifest = _manifest_of(s3, name)
+    metadata = _check_manifest(s3, name, manifest, tenant, prefix)
+    refusal, warning = version_refusal(
+        str(metadata.get("kubernetesVersion") or ""), _kubernetes_version()
+    )
+    if refusal:
+        raise BackupError(f"{name}: {refusal}")
     work.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".restore-", dir=work))
     try:
+        archive = staging / "archive.json.gz"
+        _download(s3, name, manifest, archive)
         (staging / "keys").mkdir()
         (staging / "values").mkdir()
-        for index, kv in enumerate(restored):
-            (staging / "keys" / f"{index:08d}").write_bytes(kv.key)
-            (staging / "values" / f"{index:08d}").write_bytes(kv.value)
+        restored, skipped = 0, []
+        inside = prefix.encode("utf-8")
+        reader = ArchiveReader(archive)
+        # One key at a time from the archive into the plan; the archive's own checks (counts,
+        # payload digest) run when it ends, and the plan is only renamed into place after them.
+        for kv in reader:
+            if not kv.key.startswith(inside):
+                raise BackupError(f"key {kv.key!r} is outside BACKUP_PREFIX {prefix}")
+            if kv.leased:
+                skipped.append(kv.key.decode("utf-8", "backslashreplace"))
+                continue
+            _key_restorable(kv.key)
+            (staging / "keys" / f"{restored:08d}").write_bytes(kv.key)
+            (staging / "values" / f"{restored:08d}").write_bytes(kv.value)
+            restored += 1
+        if reader.metadata != metadata:
+            raise BackupError(f"{name}: archive metadata differs from its manifest")
+        archive.unlink()
         (staging / "prefix").write_text(prefix, encoding="utf-8")
         summary = {
             "backupName": name,
             "prefix": prefix,
             "bucket": s3.bucket,
             "metadata": metadata,
-            "keysToRestore": len(restored),
-            "leasedKeysSkipped": [kv.key.decode("utf-8", "backslashreplace") for kv in skipped],
+            "keysToRestore": restored,
+            "leasedKeysSkipped": skipped,
         }
         (staging / "plan.json").write_text(json.dumps(summary, sort_keys=True, indent=1) + "\n")
         staging.rename(plan)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    warning = ""
-    running = _kubernetes_version()
-    if running and running != metadata.get("kubernetesVersion"):
-        warning = (
-            f"backup taken at Kubernetes {metadata.get('kubernetesVersion')}, tenant runs {running}"
-        )
+    if warning:
         print(f"warning: {warning}", file=sys.stderr)
     _print(
         {
@@ -687,7 +1161,7 @@ def cmd_fetch() -> None:
             "tenant": tenant,
             "revision": metadata["revision"],
             "time": metadata["time"],
-            "keysToRestore": len(restored),
+            "keysToRestore": restored,
             "leasedKeysSkipped": len(skipped),
             "plan": str(plan),
             **({"warning": warning} if warning else {}),
@@ -695,33 +1169,72 @@ def cmd_fetch() -> None:
     )
 
 
-def read_plan(plan: Path) -> tuple[dict[str, Any], dict[bytes, bytes]]:
+def _plan_summary(plan: Path) -> dict[str, Any]:
     try:
         summary = json.loads((plan / "plan.json").read_text(encoding="utf-8"))
-        entries = {
-            path.read_bytes(): (plan / "values" / path.name).read_bytes()
-            for path in sorted((plan / "keys").iterdir())
-        }
     except (OSError, ValueError) as err:
         raise BackupError(f"restore plan {plan} unreadable: {err}") from None
-    return summary, entries
+    if not isinstance(summary, dict):
+        raise BackupError(f"restore plan {plan} unreadable")
+    return summary
+
+
+def _plan_entries(plan: Path) -> Iterator[tuple[bytes, bytes]]:
+    """The plan's keys and values in its own order (the archive's: keys ascending)."""
+    try:
+        for path in sorted((plan / "keys").iterdir()):
+            yield path.read_bytes(), (plan / "values" / path.name).read_bytes()
+    except OSError as err:
+        raise BackupError(f"restore plan {plan} unreadable: {err}") from None
+
+
+def read_plan(plan: Path) -> tuple[dict[str, Any], dict[bytes, bytes]]:
+    return _plan_summary(plan), dict(_plan_entries(plan))
+
+
+def compare(
+    expected: Iterator[tuple[bytes, bytes]], actual: Iterator[KV]
+) -> tuple[int, int, int, int, bytes | None]:
+    """Merge two key-ascending streams: (expected keys, missing, unexpected, different, first
+    difference). Pure; memory: one key of each."""
+    missing = extra = differ = count = 0
+    first: bytes | None = None
+    want = next(expected, None)
+    have = next(actual, None)
+    while want is not None or have is not None:
+        differs: bytes | None = None
+        if want is not None and (have is None or want[0] < have.key):
+            missing += 1
+            count += 1
+            differs = want[0]
+            want = next(expected, None)
+        elif have is not None and (want is None or have.key < want[0]):
+            extra += 1
+            differs = have.key
+            have = next(actual, None)
+        elif want is not None and have is not None:
+            count += 1
+            if want[1] != have.value:
+                differ += 1
+                differs = have.key
+            want, have = next(expected, None), next(actual, None)
+        if first is None:
+            first = differs
+    return count, missing, extra, differ, first
 
 
 def cmd_check_restored() -> None:
     tenant, prefix = _tenant(), _prefix()
-    summary, expected = read_plan(_work_dir() / PLAN_DIR)
+    plan = _work_dir() / PLAN_DIR
+    summary = _plan_summary(plan)
     if summary.get("metadata", {}).get("tenant") != tenant or summary.get("prefix") != prefix:
         raise BackupError(f"restore plan is not for tenant {tenant} and prefix {prefix}")
-    _, kvs = read_export(_export_path(), prefix)
-    actual = {kv.key: kv.value for kv in kvs}
-    missing = sorted(set(expected) - set(actual))
-    extra = sorted(set(actual) - set(expected))
-    differ = sorted(k for k in set(expected) & set(actual) if expected[k] != actual[k])
+    expected = _plan_entries(plan)
+    count, missing, extra, differ, first = compare(expected, iter(Export(_export_path(), prefix)))
     if missing or extra or differ:
-        first = (missing or extra or differ)[0]
         raise BackupError(
-            f"restore incomplete: {len(missing)} missing, {len(extra)} unexpected, "
-            f"{len(differ)} different (first: {first!r})"
+            f"restore incomplete: {missing} missing, {extra} unexpected, "
+            f"{differ} different (first: {first!r})"
         )
     metadata = summary["metadata"]
     _print(
@@ -732,7 +1245,7 @@ def cmd_check_restored() -> None:
             "revision": metadata["revision"],
             "time": metadata["time"],
             "kubernetesVersion": metadata["kubernetesVersion"],
-            "keysRestored": len(expected),
+            "keysRestored": count,
             "leasedKeysSkipped": summary["leasedKeysSkipped"],
         }
     )

@@ -156,62 +156,101 @@ class Etcd:
             self.ctl(*args, "")
 
 
-@pytest.fixture(scope="session")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Etcd]:
+class EtcdProcess:
+    """One etcd server as a process that a test may kill and start again on the same data (the
+    fault drill's etcd dying mid-import)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        certs = base / "certs"
+        certs.mkdir()
+        ca = _write_cert(certs, "ca", "test etcd CA", None)
+        _write_cert(certs, "server", "etcd", ca, server=True)
+        for user in USERS:
+            _write_cert(certs, user, user, ca)
+        client, self.peer = free_port(), free_port()
+        self.server = Etcd(f"https://127.0.0.1:{client}", certs)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.start()
+        self.server.ctl("user", "add", "root", "--no-password")
+        self.server.ctl("user", "grant-role", "root", "root")
+        for tenant in ("tenant_a", "tenant_b"):
+            self.server.ctl("user", "add", tenant, "--no-password")
+            self.server.ctl("role", "add", tenant)
+            self.server.ctl(
+                "role", "grant-permission", tenant, "--prefix=true", "readwrite", f"/{tenant}/"
+            )
+            self.server.ctl("user", "grant-role", tenant, tenant)
+        self.server.ctl("auth", "enable")
+
+    def start(self) -> None:
+        certs, endpoint, peer = self.server.certs, self.server.endpoint, self.peer
+        log = (self.base / "etcd.log").open("ab")
+        self.process = subprocess.Popen(
+            [
+                "etcd",
+                "--name=test",
+                f"--data-dir={self.base / 'data'}",
+                f"--listen-client-urls={endpoint}",
+                f"--advertise-client-urls={endpoint}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=test=http://127.0.0.1:{peer}",
+                f"--cert-file={certs / 'server.crt'}",
+                f"--key-file={certs / 'server.key'}",
+                f"--trusted-ca-file={certs / 'ca.crt'}",
+                "--client-cert-auth",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + 30
+        while self.server.ctl("endpoint", "health", check=False).returncode != 0:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"etcd did not start: {(self.base / 'etcd.log').read_text()}")
+            time.sleep(0.2)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crashed or OOM-killed member dies."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+
+def _require_etcd() -> None:
     require(
         shutil.which("etcd") is not None and shutil.which("etcdctl") is not None,
         "etcd/etcdctl not installed (Debian: apt-get install -y etcd-server etcd-client)",
     )
-    base = tmp_path_factory.mktemp("etcd")
-    certs = base / "certs"
-    certs.mkdir()
-    ca = _write_cert(certs, "ca", "test etcd CA", None)
-    _write_cert(certs, "server", "etcd", ca, server=True)
-    for user in USERS:
-        _write_cert(certs, user, user, ca)
-    client, peer = free_port(), free_port()
-    endpoint = f"https://127.0.0.1:{client}"
-    log = (base / "etcd.log").open("wb")
-    process = subprocess.Popen(
-        [
-            "etcd",
-            "--name=test",
-            f"--data-dir={base / 'data'}",
-            f"--listen-client-urls={endpoint}",
-            f"--advertise-client-urls={endpoint}",
-            f"--listen-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-cluster=test=http://127.0.0.1:{peer}",
-            f"--cert-file={certs / 'server.crt'}",
-            f"--key-file={certs / 'server.key'}",
-            f"--trusted-ca-file={certs / 'ca.crt'}",
-            "--client-cert-auth",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    server = Etcd(endpoint, certs)
+
+
+@pytest.fixture(scope="session")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Etcd]:
+    _require_etcd()
+    member = EtcdProcess(tmp_path_factory.mktemp("etcd"))
     try:
-        deadline = time.monotonic() + 30
-        while server.ctl("endpoint", "health", check=False).returncode != 0:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"etcd did not start: {(base / 'etcd.log').read_text()}")
-            time.sleep(0.2)
-        server.ctl("user", "add", "root", "--no-password")
-        server.ctl("user", "grant-role", "root", "root")
-        for tenant in ("tenant_a", "tenant_b"):
-            server.ctl("user", "add", tenant, "--no-password")
-            server.ctl("role", "add", tenant)
-            server.ctl(
-                "role", "grant-permission", tenant, "--prefix=true", "readwrite", f"/{tenant}/"
-            )
-            server.ctl("user", "grant-role", tenant, tenant)
-        server.ctl("auth", "enable")
-        yield server
+        yield member.server
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+        member.stop()
+
+
+@pytest.fixture
+def own_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdProcess]:
+    """An etcd of the test's own, which it may kill (the shared one serves the other tests)."""
+    _require_etcd()
+    member = EtcdProcess(tmp_path_factory.mktemp("own-etcd"))
+    try:
+        yield member
+    finally:
+        member.stop()
 
 
 @dataclass

@@ -124,10 +124,20 @@ def test_every_container_has_what_its_script_requires(plan: objects.BackupPlan, 
                     assert root in mounted, f"{container['name']}: {entry['name']} -> {value}"
 
 
-def test_the_backup_reads_its_endpoints_before_it_exports() -> None:
+def test_the_backup_checks_the_tenant_around_its_export() -> None:
+    """The guard refuses a paused or restoring tenant before the export and again after it (a
+    restore may begin during the export); the endpoints are read before the export."""
     pod = _pod(objects.backup_cron_job(LAB))
     steps = [c["name"] for c in [*pod["initContainers"], *pod["containers"]]]
-    assert steps == ["endpoints", "export", "upload"]
+    assert steps == ["guard", "endpoints", "export", "recheck", "upload"]
+    assert [
+        c["command"][-1] for c in pod["initContainers"] if c["name"] in ("guard", "recheck")
+    ] == [
+        "before",
+        "after",
+    ]
+    # Left to the restore: the program never sets it, so `pulumi up` does not resume backups.
+    assert "suspend" not in objects.backup_cron_job(LAB)["spec"]
 
 
 def test_the_restore_verifies_before_it_stops_and_starts_only_after_the_check() -> None:
@@ -161,14 +171,20 @@ def _rules(plan: objects.BackupPlan, restore: bool) -> list[dict[str, Any]]:
     return rules
 
 
-def test_the_backup_may_only_read_its_own_control_planes_deployment() -> None:
+def test_the_backup_may_only_read_its_own_control_plane() -> None:
     assert _rules(LAB, restore=False) == [
         {
             "apiGroups": ["apps"],
             "resources": ["deployments"],
             "resourceNames": ["tenant-a"],
             "verbs": ["get"],
-        }
+        },
+        {
+            "apiGroups": ["kamaji.clastix.io"],
+            "resources": ["tenantcontrolplanes"],
+            "resourceNames": ["tenant-a"],
+            "verbs": ["get"],
+        },
     ]
 
 
@@ -181,7 +197,9 @@ def test_only_the_prod_restore_may_pause_the_cluster() -> None:
     start = _pod(objects.restore_cron_job(PROD))["containers"][0]
     assert {"name": "PAUSE_OWNER", "value": "clusters.cluster.x-k8s.io"} in start["env"]
     for rule in _rules(PROD, restore=True):
-        if rule["resources"] != ["pods"]:
+        if rule["resources"] == ["cronjobs"]:
+            assert rule["resourceNames"] == [objects.BACKUP], rule
+        elif rule["resources"] not in (["pods"], ["jobs"]):
             assert rule["resourceNames"] == ["team-vision"], rule
 
 
@@ -189,7 +207,9 @@ def test_the_etcd_steps_authenticate_with_kamajis_certificate_for_the_tenant() -
     volumes = _pod(objects.backup_cron_job(LAB))["volumes"]
     certs = next(v for v in volumes if v["name"] == "etcd-certs")
     assert certs["secret"]["secretName"] == "tenant-a-datastore-certificate"
-    export = _pod(objects.backup_cron_job(LAB))["initContainers"][1]
+    export = next(
+        c for c in _pod(objects.backup_cron_job(LAB))["initContainers"] if c["name"] == "export"
+    )
     env = {e["name"]: e.get("value") for e in export["env"]}
     assert env["ETCDCTL_CERT"].endswith("/server.crt")
     assert env["BACKUP_PREFIX"] == "/tenant_a/"

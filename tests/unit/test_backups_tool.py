@@ -106,6 +106,7 @@ class _Cluster:
         self.states = states or dict.fromkeys(logs, "terminated")
         self.created: list[dict[str, Any]] = []
         self.log_reads: list[str] = []
+        self.other_jobs: list[dict[str, Any]] = []
 
     def __call__(self, args: Sequence[str], stdin: str | None) -> str:
         if args[:2] == ["get", "cronjobs"]:
@@ -114,6 +115,9 @@ class _Cluster:
             assert stdin is not None
             self.created.append(json.loads(stdin))
             return ""
+        if "jobs" in args and "get" in args:
+            assert "-l" in args
+            return json.dumps({"items": self.other_jobs})
         if "job" in args and "get" in args:
             status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
             return json.dumps({"status": status})
@@ -144,10 +148,84 @@ def _done(kind: str) -> dict[str, Any]:
     return {"conditions": [{"type": kind, "status": "True"}]}
 
 
-def _args(action: str, yes: bool = False) -> argparse.Namespace:
+def _args(action: str, yes: bool = False, backup: str = "latest") -> argparse.Namespace:
     return argparse.Namespace(
-        action=action, tenant="tenant-a", backup="latest", yes=yes, timeout=30.0
+        action=action, tenant="tenant-a", backup=backup, yes=yes, timeout=30.0
     )
+
+
+def _restore_job(name: str, status: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": status}
+
+
+def test_a_restore_is_refused_while_another_restore_job_runs() -> None:
+    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), [_done("Complete")], {})
+    cluster.other_jobs = [
+        _restore_job("datastore-restore-1", _done("Failed")),
+        _restore_job("datastore-restore-2", {"active": 1}),
+    ]
+    with pytest.raises(backups.BackupsError, match="datastore-restore-2 of tenant-a still runs"):
+        backups.act(cluster, _args("restore", yes=True))
+    assert cluster.created == []
+
+
+@pytest.mark.parametrize(
+    ("status", "running"),
+    [
+        ({}, True),
+        ({"active": 1}, True),
+        (_done("Failed"), False),
+        (_done("Complete"), False),
+        ({**_done("Failed"), "terminating": 1}, True),
+    ],
+)
+def test_which_jobs_still_run(status: dict[str, Any], running: bool) -> None:
+    assert backups.still_running({"status": status}) is running
+
+
+def test_the_tool_waits_as_long_as_the_restore_job_may_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It gave up at 1800 s while the Job may run 3600 s, inviting a second restore."""
+    job = backups.job_from(_live(objects.restore_cron_job(PLAN)), "j")
+    deadline = job["spec"]["activeDeadlineSeconds"]
+    assert backups.job_deadline(job) >= deadline
+    waited: list[float] = []
+    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), [_done("Complete")], {})
+    original = backups.run_job
+
+    def recording(kubectl: Any, job: Any, timeout: float, poll: float = 3.0) -> Any:
+        waited.append(timeout)
+        return original(kubectl, job, timeout, 0.01)
+
+    args = _args("restore", yes=True)
+    args.timeout = None
+    monkeypatch.setattr(backups, "run_job", recording)
+    backups.act(cluster, args)
+    assert waited == [deadline + backups.JOB_DEADLINE_MARGIN_SECONDS]
+
+
+def test_a_restore_must_name_its_backup() -> None:
+    """No default: `latest` is said out loud or a name is given (docs/backups.md)."""
+    cluster = _Cluster(_live(objects.restore_cron_job(PLAN)), [_done("Complete")], {})
+    with pytest.raises(backups.BackupsError, match="name the backup to restore"):
+        backups.act(cluster, _args("restore", yes=True, backup=""))
+    assert cluster.created == []
+
+
+def test_an_accepted_backup_tells_the_upload_step(capsys: pytest.CaptureFixture[str]) -> None:
+    logs = {"upload": '{"action": "backup", "name": "tenant-a-1.json.gz"}'}
+    states = dict.fromkeys(("guard", "endpoints", "export", "recheck", "upload"), "terminated")
+    cluster = _Cluster(_live(objects.backup_cron_job(PLAN)), [_done("Complete")], logs, states)
+    args = _args("backup")
+    args.accept_suspect = True
+    assert backups.act(cluster, args) == 0
+    upload = next(c for c in _containers(cluster.created[0]) if c["name"] == "upload")
+    assert {"name": "BACKUP_ACCEPT_SUSPECT", "value": "1"} in upload["env"]
+    plain = _Cluster(_live(objects.backup_cron_job(PLAN)), [_done("Complete")], logs, states)
+    assert backups.act(plain, _args("backup")) == 0
+    upload = next(c for c in _containers(plain.created[0]) if c["name"] == "upload")
+    assert {"name": "BACKUP_ACCEPT_SUSPECT", "value": ""} in upload["env"]
 
 
 def test_a_restore_without_yes_creates_nothing() -> None:
@@ -188,7 +266,7 @@ def test_a_job_still_retrying_is_not_yet_a_failure(capsys: pytest.CaptureFixture
 
 def test_a_backup_prints_the_tools_summary(capsys: pytest.CaptureFixture[str]) -> None:
     logs = {"upload": '{"action": "backup", "name": "tenant-a-1.json.gz"}'}
-    states = {"endpoints": "terminated", "export": "terminated", "upload": "terminated"}
+    states = dict.fromkeys(("guard", "endpoints", "export", "recheck", "upload"), "terminated")
     cluster = _Cluster(_live(objects.backup_cron_job(PLAN)), [_done("Complete")], logs, states)
     assert backups.act(cluster, _args("backup")) == 0
     out = capsys.readouterr().out

@@ -1,0 +1,318 @@
+"""The fault drill (issue 38, point 7): the restore Job's and the backup Job's steps, in their
+order, against an etcd of the drill's own that it kills mid-import, moto's S3 behind a proxy that
+injects faults, and the stub kubectl's TenantControlPlane, CronJob and Jobs
+(tests/support/kubectl_stub.py) for the control-plane steps.
+
+What must hold: no sequence of schedule, restore, failure and retry loses a key that a good
+backup held. A backup fired while a restore runs or after one failed publishes nothing; `latest`
+stays the good backup; the re-run of the failed restore by name restores every key; two restores
+at once leave one restore's backup, whole; an S3 fault is one `error:` line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.backups.objects import BACKUP, CONTROL_PLANE_POD_LABEL, KAMAJI_PAUSED_ANNOTATION
+from tests.backup.conftest import SCRIPTS, Etcd, EtcdProcess, S3Server, load_tool
+from tests.backup.faulty_s3 import Fault, faulty_s3
+from tests.support import kubectl_stub
+
+tool = load_tool()
+PREFIX = "/tenant_a/"
+RESTORE_MARK = "gpu-platform.io/restore-job"
+
+
+def fill(etcd: Etcd, count: int, generation: str) -> dict[bytes, bytes]:
+    """``count`` keys under tenant_a's prefix (128 per transaction, etcd's default
+    --max-txn-ops), and one key of tenant_b; what tenant_a then holds."""
+    etcd.ctl("del", "--prefix", PREFIX)
+    keys = {
+        f"{PREFIX}registry/configmaps/default/cm-{i:05d}".encode(): f"{generation}-{i}".encode()
+        for i in range(count)
+    }
+    items = list(keys.items())
+    for start in range(0, len(items), 128):
+        ops = "".join(f"put {k.decode()} {v.decode()}\n" for k, v in items[start : start + 128])
+        etcd.ctl("txn", stdin=f"\n{ops}\n\n".encode())
+    etcd.put("/tenant_b/registry/untouched", b"b")
+    return keys
+
+
+def values(etcd: Etcd, prefix: str = PREFIX) -> dict[bytes, bytes]:
+    return {k: v["value"] for k, v in etcd.dump(prefix)[1].items()}
+
+
+class Cluster:
+    """The management cluster's side: the stub kubectl's state, and the Jobs' environments."""
+
+    def __init__(self, root: Path, etcd: Etcd, s3_env: dict[str, str]) -> None:
+        self.stub_dir = root / "kube"
+        self.stub_dir.mkdir()
+        self.root = root
+        self.base = {
+            **etcd.env("tenant_a"),
+            # After etcd's environment, whose PATH it replaces: the stub kubectl comes first.
+            **kubectl_stub.install(self.stub_dir, kubectl_stub.initial_state()),
+            **s3_env,
+            "BACKUP_TENANT": "tenant_a",
+            "BACKUP_PREFIX": PREFIX,
+            "BACKUP_KUBERNETES_VERSION": "v1.33.4",
+            "BACKUP_RETENTION": "8",
+            "CONTROL_PLANE": "tenant-a",
+            "CONTROL_PLANE_POD_LABEL": CONTROL_PLANE_POD_LABEL,
+            "KAMAJI_PAUSED_ANNOTATION": KAMAJI_PAUSED_ANNOTATION,
+            "BACKUP_CRON_JOB": BACKUP,
+            "STOP_TIMEOUT_SECONDS": "20",
+        }
+
+    def state(self) -> dict[str, Any]:
+        return kubectl_stub.read_state(self.stub_dir)
+
+    def job_status(self, name: str, status: dict[str, Any]) -> None:
+        """What the Job controller would record (the stub's reads are serialised by its lock)."""
+        state = self.state()
+        state["jobs"][name] = status
+        kubectl_stub.write_state(self.stub_dir, state)
+
+    def env(self, job: str, **extra: str) -> dict[str, str]:
+        work = self.root / job
+        work.mkdir(exist_ok=True)
+        return {**self.base, "JOB_NAME": job, "WORK_DIR": str(work), **extra}
+
+
+def step(name: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    """Start one container's command of the Jobs (components/backups/objects.py)."""
+    commands = {
+        "fetch": [sys.executable, str(SCRIPTS / "tenant_backup.py"), "fetch"],
+        "stop": ["sh", str(SCRIPTS / "control-plane.sh"), "stop"],
+        "import": ["bash", str(SCRIPTS / "etcd-import.sh")],
+        "export": ["bash", str(SCRIPTS / "etcd-export.sh")],
+        "check": [sys.executable, str(SCRIPTS / "tenant_backup.py"), "check-restored"],
+        "start": ["sh", str(SCRIPTS / "control-plane.sh"), "start"],
+        "guard": ["sh", str(SCRIPTS / "backup-guard.sh"), "before"],
+        "recheck": ["sh", str(SCRIPTS / "backup-guard.sh"), "after"],
+        "upload": [sys.executable, str(SCRIPTS / "tenant_backup.py"), "backup"],
+    }
+    if name in ("check", "export") and env.get("RESTORE") == "1":
+        env = {**env, "EXPORT_FILE": "restored.json"}
+    return subprocess.Popen(
+        commands[name],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: a finalizer can end xargs' puts too
+    )
+
+
+def run_steps(names: list[str], env: dict[str, str]) -> tuple[str | None, str]:
+    """The steps in order, as init containers run: the first failure ends the pod. Returns the
+    failed step (None: all passed) and the last step's output."""
+    output = ""
+    for name in names:
+        process = step(name, env)
+        out, err = process.communicate(timeout=300)
+        output = out + err
+        if process.returncode != 0:
+            return name, output
+    return None, output
+
+
+RESTORE_STEPS = ["fetch", "stop", "import", "export", "check", "start"]
+BACKUP_STEPS = ["guard", "export", "recheck", "upload"]
+
+
+def restore(cluster: Cluster, job: str, backup: str) -> tuple[str | None, str]:
+    cluster.job_status(job, {"active": 1})
+    failed, output = run_steps(RESTORE_STEPS, cluster.env(job, BACKUP_NAME=backup, RESTORE="1"))
+    done = "Failed" if failed else "Complete"
+    cluster.job_status(job, {"conditions": [{"type": done, "status": "True"}]})
+    return failed, output
+
+
+def scheduled_backup(cluster: Cluster, job: str) -> tuple[str | None, str]:
+    return run_steps(BACKUP_STEPS, cluster.env(job, EXPORT_FILE="export.json"))
+
+
+def listed(cluster: Cluster) -> list[str]:
+    return [b.name for b in tool.list_backups(tool.S3(cluster.base), "tenant_a") if b.complete]
+
+
+def one_error(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line]
+    assert len(lines) == 1, output
+    assert lines[0].startswith(("error: ", "FAIL: ")), output
+    assert "Traceback" not in output
+    return lines[0]
+
+
+@pytest.fixture
+def cluster(own_etcd: EtcdProcess, s3: S3Server, s3_prefix: str, tmp_path: Path) -> Cluster:
+    return Cluster(tmp_path, own_etcd.server, s3.env(s3_prefix))
+
+
+def test_etcd_killed_mid_import_then_the_rerun_restores_the_good_backup(
+    own_etcd: EtcdProcess, cluster: Cluster, request: pytest.FixtureRequest
+) -> None:
+    etcd = own_etcd.server
+    good_keys = fill(etcd, 500, "good")
+    assert scheduled_backup(cluster, "datastore-backup-1")[0] is None
+    [good] = listed(cluster)
+    # Something goes wrong in the tenant: half its objects are deleted; the team restores.
+    for key in list(good_keys)[::2]:
+        etcd.ctl("del", key.decode())
+
+    # A scheduled backup fires just before the restore stops the tenant: its first check passes.
+    early = cluster.env("datastore-backup-2", EXPORT_FILE="export.json")
+    assert run_steps(["guard"], early)[0] is None
+    # Restore 1: fetch, stop, and the import starts.
+    cluster.job_status("datastore-restore-1", {"active": 1})
+    env = cluster.env("datastore-restore-1", BACKUP_NAME="latest", RESTORE="1")
+    assert run_steps(["fetch", "stop"], env)[0] is None
+    assert cluster.state()["cronjob"]["suspend"] is True
+    importing = step("import", env)
+    request.addfinalizer(
+        lambda: importing.poll() is None and os.killpg(importing.pid, signal.SIGKILL)
+    )
+    time.sleep(1.0)
+    # The early backup exports mid-import: its second check refuses it.
+    failed, output = run_steps(["export", "recheck", "upload"], early)
+    assert failed == "recheck", output
+    assert "is paused" in one_error(output)
+    # etcd dies mid-import: the import stops at its first failed put, not after every key.
+    own_etcd.kill()
+    killed = time.monotonic()
+    assert importing.wait(timeout=120) != 0
+    assert time.monotonic() - killed < 30, "the import kept trying after etcd died"
+    cluster.job_status(
+        "datastore-restore-1", {"conditions": [{"type": "Failed", "status": "True"}]}
+    )
+
+    own_etcd.start()
+    partial = values(etcd)
+    assert 0 < len(partial) < len(good_keys), len(partial)
+    # The tenant stays stopped and marked; the CronJob stays suspended; a Job it had created
+    # before is refused, so nothing half-restored is published and `latest` is still `good`.
+    state = cluster.state()
+    assert state["deployment"]["replicas"] == 0
+    assert state["tcp"]["annotations"][RESTORE_MARK] == "datastore-restore-1"
+    assert state["cronjob"]["suspend"] is True
+    failed, output = scheduled_backup(cluster, "datastore-backup-3")
+    assert failed == "guard"
+    assert listed(cluster) == [good]
+
+    # The re-run as docs/backups.md says: the same backup, by name.
+    failed, output = restore(cluster, "datastore-restore-2", good)
+    assert failed is None, output
+    assert values(etcd) == good_keys
+    assert values(etcd, "/tenant_b/") == {b"/tenant_b/registry/untouched": b"b"}
+    state = cluster.state()
+    assert state["deployment"]["replicas"] == 2
+    assert state["cronjob"]["suspend"] is False
+    assert RESTORE_MARK not in state["tcp"]["annotations"]
+    # Backups run again, of the whole tenant.
+    assert scheduled_backup(cluster, "datastore-backup-4")[0] is None
+    assert len(listed(cluster)) == 2
+
+
+def test_two_restores_at_once_leave_one_backup_whole(
+    own_etcd: EtcdProcess, cluster: Cluster
+) -> None:
+    etcd = own_etcd.server
+    first = fill(etcd, 300, "first")
+    assert scheduled_backup(cluster, "datastore-backup-1")[0] is None
+    second = fill(etcd, 200, "second")
+    assert scheduled_backup(cluster, "datastore-backup-2")[0] is None
+    names = sorted(listed(cluster))
+    contents = {names[0]: first, names[1]: second}
+    jobs = {"datastore-restore-a": names[0], "datastore-restore-b": names[1]}
+    for job in jobs:
+        cluster.job_status(job, {"active": 1})
+    # Both verified their backup; then both stop at the same moment.
+    for job, name in jobs.items():
+        env = cluster.env(job, BACKUP_NAME=name, RESTORE="1")
+        assert run_steps(["fetch"], env)[0] is None
+    barrier = threading.Barrier(2)
+    results: dict[str, tuple[str | None, str]] = {}
+
+    def run(job: str) -> None:
+        barrier.wait()
+        results[job] = run_steps(RESTORE_STEPS[1:], cluster.env(job, RESTORE="1"))
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    outcomes = sorted(results[job][0] or "done" for job in jobs)
+    assert outcomes == ["done", "stop"], results
+    loser = next(job for job in jobs if results[job][0] == "stop")
+    winner = next(job for job in jobs if job != loser)
+    assert "one restore at a time" in results[loser][1].strip().splitlines()[-1]
+    assert values(etcd) == contents[jobs[winner]]
+    state = cluster.state()
+    assert state["cronjob"]["suspend"] is False
+    assert RESTORE_MARK not in state["tcp"]["annotations"]
+
+
+@pytest.mark.parametrize(
+    ("command", "fault", "words"),
+    [
+        ("fetch", Fault("GET", ".json.gz", "cut"), "IncompleteRead"),
+        ("fetch", Fault("GET", ".manifest.json", "500"), "HTTP 500 InternalError"),
+        ("fetch", Fault("GET", "/tenant-backups", "stall", seconds=3), "timed out"),
+        ("backup", Fault("PUT", ".json.gz", "500"), "HTTP 500 InternalError"),
+        ("backup", Fault("GET", ".json.gz", "cut"), "IncompleteRead"),
+    ],
+    ids=["fetch-cut", "fetch-500", "list-stall", "upload-500", "readback-cut"],
+)
+def test_an_s3_fault_is_one_line_and_touches_nothing(
+    etcd: Etcd,
+    s3: S3Server,
+    s3_prefix: str,
+    tmp_path: Path,
+    command: str,
+    fault: Fault,
+    words: str,
+) -> None:
+    env = {
+        **etcd.env("tenant_a"),
+        **s3.env(s3_prefix),
+        "BACKUP_TENANT": "tenant_a",
+        "BACKUP_PREFIX": PREFIX,
+        "BACKUP_KUBERNETES_VERSION": "v1.33.4",
+        "BACKUP_RETENTION": "3",
+        "WORK_DIR": str(tmp_path / "work"),
+        "EXPORT_FILE": "export.json",
+        "S3_TIMEOUT_SECONDS": "1",
+    }
+    etcd.ctl("del", "--prefix", PREFIX)
+    etcd.put(f"{PREFIX}registry/namespaces/default", b"ns")
+    assert run_steps(["export", "upload"], env)[0] is None
+    etcd.put(f"{PREFIX}registry/namespaces/kube-system", b"ns")  # a new revision, a new name
+    before = etcd.dump("/")
+    stored = {o.key for o in tool.S3(env).list(s3_prefix)}
+    with faulty_s3(env["S3_ENDPOINT"]) as proxy:
+        proxy.faults.append(fault)
+        faulty = {**env, "S3_ENDPOINT": proxy.endpoint, "BACKUP_NAME": "latest"}
+        failed, output = run_steps(["export" if command == "backup" else "fetch"], faulty)
+        assert failed is None or command == "fetch", output
+        if command == "backup":
+            failed, output = run_steps(["upload"], faulty)
+        assert failed in ("fetch", "upload"), output
+        assert words in one_error(output)
+        assert fault.hits == 1
+    assert etcd.dump("/") == before
+    assert not (tmp_path / "work" / "restore").exists()
+    # A failed read-back removes its archive: nothing half-written is left beside the backups.
+    assert {o.key for o in tool.S3(env).list(s3_prefix)} == stored
