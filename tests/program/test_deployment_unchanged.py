@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "badb3133e8a6af24de04e04f769c75d96eb71369"
+BASELINE = "2be9a5186939a9081229d2f2eb7eba1cd492e462"
 
 
 def _has_commit(commit: str) -> bool:
