@@ -41,15 +41,12 @@ if [ "$missing" -eq 0 ]; then
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "go not found: the local tier builds etcd and kube-apiserver with Go (>= 1.25)" >&2
+  echo "go not found: the local tier (tests/local) builds etcd, kube-apiserver and kube-controller-manager with Go >= 1.25" >&2
   exit 3
 fi
 
 mkdir -p "$bin"
-# Builds of other pins or recipes are never used again by this checkout: remove them.
-for stale in "$cache_root"/kube-*; do
-  if [ -d "$stale" ] && [ "$stale" != "$cache_root/kube-$key" ]; then rm -rf "$stale"; fi
-done
+# Builds of other pins are left in place: another checkout on this machine may use them.
 # -mod=mod: the module has no vendor/ folder; go.sum holds every hash, so nothing unverified
 # builds. -trimpath: no paths of this machine in the binaries. Each binary is built into a
 # temporary name and moved into place, so an interrupted build never leaves a half-written tool

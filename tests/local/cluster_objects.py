@@ -192,10 +192,11 @@ def as_the_provider_sends(value: Any) -> Any:
 
     The engine carries every number as a double (protobuf ``Struct``), so the recording holds
     ``9090.0`` where the program wrote ``9090``; the provider encodes the object with Go's
-    encoding/json, which writes an integral float64 without a fraction (``9090``: Go 1.26
-    src/encoding/json/encode.go floatEncoder, ``strconv.AppendFloat(b, f, 'f', -1, bits)`` below
-    1e21), and the API server's int32 fields take that. Python's json would send ``9090.0``,
-    which the server refuses: that would be this tier's artefact, not the program's defect. Helm
+    encoding/json, which writes an integral float64 below 1e21 without a fraction (``9090``:
+    Go 1.26 src/encoding/json/encode.go:571-592, floatEncoder, ``strconv.AppendFloat`` with
+    format 'f' and precision -1), and the API server's int32 fields take that. Python's json
+    would send ``9090.0``, which the server refuses: that would be this tier's artefact, not
+    the program's defect. Helm
     sends a chart's objects through the same encoder (sigs.k8s.io/yaml: YAML to JSON via Go
     values), so every object goes through this."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:

@@ -31,6 +31,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,7 +68,7 @@ def require(ok: bool, reason: str) -> None:
     if ok:
         return
     if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI must run this tier: .ci/run installs Go's toolchain)")
+        pytest.fail(f"{reason} (CI must run this tier: Go is on the project's machines)")
     pytest.skip(reason)
 
 
@@ -182,3 +183,17 @@ def tenant_apiserver(start_apiserver: StartAPIServer) -> APIServer:
         controllers=TENANT_CONTROLLERS,
         admission_plugins=KAMAJI_ADMISSION_PLUGINS,
     )
+
+
+LOCAL_SUMMARY = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture(scope="session")
+def local_summary(request: pytest.FixtureRequest) -> list[str]:
+    """Lines printed at the end of the session (what the servers took, their warnings)."""
+    return request.config.stash.setdefault(LOCAL_SUMMARY, [])
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for line in config.stash.get(LOCAL_SUMMARY, []):
+        terminalreporter.write_line(f"local tier: {line}")

@@ -330,16 +330,17 @@ class Etcd:
             f"--initial-cluster=local={peer_url}",
             "--log-level=warn",
             # A test's data is thrown away: no fsync per write (etcd v3.6.6
-            # server/embed/config.go UnsafeNoFsync, "--unsafe-no-fsync").
+            # server/embed/config.go:561-563, 960).
             "--unsafe-no-fsync=true",
         ]
         process = Process.start("etcd", argv, directory / "etcd.log")
         etcd = cls(endpoint, process)
 
         def healthy() -> bool:
-            return bool(
-                requests.get(f"{endpoint}/health", timeout=2).json().get("health") == "true"
-            )
+            with requests.Session() as session:
+                session.trust_env = False  # never through a proxy of the environment
+                answer = session.get(f"{endpoint}/health", timeout=2).json()
+            return bool(answer.get("health") == "true")
 
         try:
             wait_until(healthy, process, "healthy")
@@ -376,9 +377,10 @@ class Kube:
     def __init__(self, server: str, ca_file: Path, cert_file: Path, key_file: Path) -> None:
         self.server = server
         self.session = requests.Session()
-        # Passed with each request, not as session.verify: requests lets REQUESTS_CA_BUNDLE or
-        # CURL_CA_BUNDLE from the environment override a session's verify (requests 2.x
-        # Session.merge_environment_settings), and this server's CA is the only one to trust.
+        # Nothing from the environment: requests would let REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE
+        # override the session's CA (Session.merge_environment_settings) and send 127.0.0.1
+        # through an HTTPS_PROXY; this server's CA is the only one to trust.
+        self.session.trust_env = False
         self.ca_file = str(ca_file)
         self.session.cert = (str(cert_file), str(key_file))
         self._resources: dict[tuple[str, str], ApiResource] = {}

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.local.cluster_objects import ClusterResult, install, probe
+from tests.local.cluster_objects import ClusterResult, install, probe, summary
 from tests.local.conftest import TENANT_CONTROLLERS, require
 from tests.local.kube import KAMAJI_ADMISSION_PLUGINS, APIServer
 from tests.render.conftest import platform_block
@@ -124,7 +124,9 @@ def stacks(recordings: Callable[[str, bool], Recording]) -> Callable[[str], Rend
 
 @pytest.fixture(scope="module")
 def on_server(
-    stacks: Callable[[str], RenderedStack], start_apiserver: Callable[..., APIServer]
+    stacks: Callable[[str], RenderedStack],
+    start_apiserver: Callable[..., APIServer],
+    local_summary: list[str],
 ) -> Callable[[str, str], ClusterResult]:
     """``on_server(stack, cluster)``: that cluster installed on a fresh server (once, then the
     server is stopped: seven servers at once would not fit a 2-core machine's budget)."""
@@ -146,6 +148,8 @@ def on_server(
                     if item.stack == stack and name == "management":
                         result.probes[item.name] = probe(server, _broken(rendered, item))
                 cache[(stack, name)] = result
+                local_summary.append(f"{stack}/{summary([result])}")
+                local_summary.extend(f"  warning: {w}" for w in result.warnings)
             finally:
                 server.stop()
         return cache[(stack, name)]

@@ -201,21 +201,41 @@ def _apply_settings(admin: Kube, settings: AdmissionSettings) -> None:
     admin.apply(binding)
 
 
-def _wait_until_in_force(user: Kube, sents: list[Sent], previous: dict[str, Sent] | None) -> None:
-    """Until the server answers with the new settings: a case whose model verdict differs from
-    the previous settings' (or from no policy at all) is sent as a dry-run until the server's
-    answer is the new one (bounded; a server that never agrees fails that case's test)."""
-    for sent in sents:
-        before = previous.get(sent.case.name) if previous is not None else None
-        old = (True, "") if before is None else (before.model.admitted, before.expected_message)
+def _wait_until_in_force(
+    user: Kube,
+    settings: AdmissionSettings,
+    previous: AdmissionSettings | None,
+) -> str:
+    """Until the server answers with ``settings``: the first case of the table whose model
+    verdict under them differs from its verdict under the ``previous`` settings (or under no
+    policy at all) is sent, so changed, as a dry-run until the server's answer is the new one.
+    Returns "" or, after ``SETTLE_TIMEOUT_S``, what the server answered instead (a
+    disagreement with the model, which ``test_every_settings_change_took_effect`` reports)."""
+
+    def under(case: Case, chosen: AdmissionSettings) -> Sent:
+        return sent_form(dataclasses.replace(case, settings=chosen), name=f"settled-{case.name}")
+
+    for case in CASES:
+        sent = under(case, settings)
+        old = (True, "")
+        if previous is not None:
+            before = under(case, previous)
+            old = (before.model.admitted, before.expected_message)
         if old == (sent.model.admitted, sent.expected_message):
             continue
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if _agrees(_send(user, sent.pod, dry_run=True), sent):
-                return
+        answer = _send(user, sent.pod, dry_run=True)
+        while not _agrees(answer, sent):
+            if time.monotonic() > deadline:
+                return (
+                    f"{case.name} under {settings}: model "
+                    f"{sent.expected_message or 'admitted'}; server {answer.status} "
+                    f"{answer.message or 'admitted'}"
+                )
             time.sleep(0.3)
-        return
+            answer = _send(user, sent.pod, dry_run=True)
+        return ""
+    return ""
 
 
 @pytest.fixture(scope="module")
@@ -229,29 +249,49 @@ def tenant(start_apiserver: Callable[..., APIServer]) -> Iterator[APIServer]:
     server.stop()
 
 
+@dataclass
+class Run:
+    answers: dict[str, tuple[Sent, Answer]]
+    unsettled: list[str]
+
+
 @pytest.fixture(scope="module")
-def answers(tenant: APIServer) -> dict[str, tuple[Sent, Answer]]:
+def run(tenant: APIServer, local_summary: list[str]) -> Run:
     """Every case of the table sent once, settings group by settings group."""
+    started = time.monotonic()
     user = _prepare(tenant)
+    prepared = time.monotonic() - started
     groups: dict[str, list[Case]] = {}
     for case in CASES:
         groups.setdefault(_settings_key(case.settings), []).append(case)
     results: dict[str, tuple[Sent, Answer]] = {}
-    previous: dict[str, Sent] | None = None
+    unsettled: list[str] = []
+    previous: AdmissionSettings | None = None
     for cases in groups.values():
         settings = cases[0].settings
         _apply_settings(tenant.admin, settings)
-        # Every case of the table under these settings, to find one that tells old from new.
-        probe = [
-            sent_form(dataclasses.replace(c, settings=settings), name=f"settled-{c.name}")
-            for c in CASES
-        ]
-        _wait_until_in_force(user, probe, previous)
+        unsettled.append(_wait_until_in_force(user, settings, previous))
         for case in cases:
             sent = sent_form(case)
             results[case.name] = (sent, _send(user, sent.pod, dry_run=False))
-        previous = {s.case.name: s for s in probe}
-    return results
+        previous = settings
+    local_summary.append(
+        f"admission tenant: {len(results)} pods created in {len(groups)} settings groups, "
+        f"{time.monotonic() - started:.0f} s (namespaces, user and controllers ready in "
+        f"{prepared:.0f} s)"
+    )
+    return Run(results, [u for u in unsettled if u])
+
+
+@pytest.fixture(scope="module")
+def answers(run: Run) -> dict[str, tuple[Sent, Answer]]:
+    return run.answers
+
+
+def test_every_settings_change_took_effect(run: Run) -> None:
+    """Each settings group's params and binding were in force before its cases were sent (a
+    case whose verdict they change was answered the new way within the bound)."""
+    assert run.unsettled == []
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

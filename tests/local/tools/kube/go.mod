@@ -1,6 +1,7 @@
 // The Kubernetes tools of the local end-to-end tier (tests/local, make local-e2e), pinned like
 // requirements.txt pins Python: scripts/local_e2e/build-kube-tools.sh builds them once per
-// machine into a per-user cache keyed by this file's go.sum. Never a dependency of the program.
+// machine into a per-user cache keyed by the go.mod and go.sum files (this module's and
+// ./etcd's) and the script. Never a dependency of the program.
 //
 // kube-apiserver at the release the tenants run (Pulumi.lab.yaml, Pulumi.prod.yaml
 // kubernetesVersion: v1.35.0). k8s.io/kubernetes requires its staging modules at v0.0.0 and
