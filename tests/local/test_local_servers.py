@@ -86,3 +86,20 @@ def test_two_servers_on_one_etcd_never_see_each_others_objects(
     )
     assert missing.status_code == 404
     assert management_apiserver.server != tenant_apiserver.server
+
+
+def test_the_kubeconfigs_work_with_the_kubernetes_client(management_apiserver: APIServer) -> None:
+    """The files other tools get (pulumi-kubernetes, kubectl) are ordinary kubeconfigs: the
+    official Python client reads them, verifies the server against the CA they name and
+    authenticates with the client certificate they name."""
+    from kubernetes import client, config
+
+    admin = config.new_client_from_config(config_file=str(management_apiserver.kubeconfig))
+    names = {ns.metadata.name for ns in client.CoreV1Api(admin).list_namespace().items}
+    assert {"default", "kube-system"} <= names
+    nobody = config.new_client_from_config(
+        config_file=str(management_apiserver.user_kubeconfig("nobody"))
+    )
+    with pytest.raises(client.ApiException) as refused:
+        client.CoreV1Api(nobody).list_namespace()
+    assert refused.value.status == 403
