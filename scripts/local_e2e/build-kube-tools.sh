@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the Kubernetes tools of the local end-to-end tier (tests/local, `make local-e2e`) once per
-# machine: etcd, kube-apiserver and kube-controller-manager at the versions
+# machine: etcd, kube-apiserver, kube-controller-manager and kubectl at the versions
 # tests/local/tools/kube/go.mod and tests/local/tools/kube/etcd/go.mod pin, into a per-user cache
 # keyed by a hash of those modules' go.mod and go.sum files (and of this script), so a changed
 # pin builds anew and an unchanged one is never rebuilt.
@@ -29,6 +29,7 @@ tools=(
   "etcd etcd go.etcd.io/etcd/server/v3"
   "kube-apiserver . k8s.io/kubernetes/cmd/kube-apiserver"
   "kube-controller-manager . k8s.io/kubernetes/cmd/kube-controller-manager"
+  "kubectl . k8s.io/kubernetes/cmd/kubectl"
 )
 
 missing=0
@@ -41,7 +42,7 @@ if [ "$missing" -eq 0 ]; then
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "go not found: the local tier (tests/local) builds etcd, kube-apiserver and kube-controller-manager with Go >= 1.25" >&2
+  echo "go not found: the local tier (tests/local) builds etcd, kube-apiserver, kube-controller-manager and kubectl with Go >= 1.25" >&2
   exit 3
 fi
 

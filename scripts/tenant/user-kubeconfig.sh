@@ -60,10 +60,11 @@ for namespace in "${namespaces[@]}"; do
 done
 
 token=$(admin -n "$users_namespace" create token "$account" --duration="$duration")
-server=$(admin config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-ca=$(admin config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-[[ -n "$server" && -n "$ca" ]] \
-  || fail "the admin kubeconfig names no server or no inline CA (certificate-authority-data)"
+# --flatten inlines a CA the admin kubeconfig names as a file.
+server=$(admin config view --raw --minify --flatten -o jsonpath='{.clusters[0].cluster.server}')
+ca=$(admin config view --raw --minify --flatten \
+  -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+[[ -n "$server" && -n "$ca" ]] || fail "the admin kubeconfig names no server or no CA"
 
 umask 077
 scratch=$(mktemp "${OUTPUT}.XXXXXX")

@@ -85,6 +85,10 @@ class KubeTools:
         return self.bin / "kube-apiserver"
 
     @property
+    def kubectl(self) -> Path:
+        return self.bin / "kubectl"
+
+    @property
     def controller_manager(self) -> Path:
         return self.bin / "kube-controller-manager"
 
