@@ -22,10 +22,9 @@ import pytest
 from tests.local.cluster_objects import ClusterResult, install, probe, summary
 from tests.local.conftest import TENANT_CONTROLLERS, require
 from tests.local.kube import KAMAJI_ADMISSION_PLUGINS, APIServer
-from tests.render.conftest import platform_block
-from tests.support.charts import ChartUnavailableError
+from tests.render.conftest import platform_block, render_or_missing
 from tests.support.harness import Recording
-from tests.support.rendered_stack import RenderedStack, UpstreamUnavailableError, render_stack
+from tests.support.rendered_stack import RenderedStack
 from tests.support.upstream import upstream_dir_or_none
 
 STACKS = ("lab", "prod")
@@ -111,12 +110,11 @@ def stacks(recordings: Callable[[str, bool], Recording]) -> Callable[[str], Rend
 
     def get(stack: str) -> RenderedStack:
         if stack not in cache:
-            try:
-                cache[stack] = render_stack(
-                    recordings(stack, False), platform_block(stack), upstream_dir_or_none()
-                )
-            except (ChartUnavailableError, UpstreamUnavailableError) as missing:
-                require(False, str(missing).splitlines()[0])
+            found = render_or_missing(recordings, stack)
+            if isinstance(found, str):
+                require(False, found.splitlines()[0])
+            else:
+                cache[stack] = found
         return cache[stack]
 
     return get

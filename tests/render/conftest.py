@@ -28,6 +28,17 @@ def platform_block(stack: str) -> dict[str, Any]:
     return platform
 
 
+def render_or_missing(
+    recordings: Callable[[str, bool], Recording], stack: str
+) -> RenderedStack | str:
+    """The stack's recording (update mode) rendered chart by chart, or, without the pinned
+    chart archives or upstream files, what is missing (the suites skip or fail with it)."""
+    try:
+        return render_stack(recordings(stack, False), platform_block(stack), upstream_dir_or_none())
+    except (ChartUnavailableError, UpstreamUnavailableError) as missing:
+        return str(missing)
+
+
 @pytest.fixture(scope="session")
 def rendered(
     recordings: Callable[[str, bool], Recording],
@@ -37,12 +48,7 @@ def rendered(
 
     def get(stack: str) -> RenderedStack:
         if stack not in cache:
-            try:
-                cache[stack] = render_stack(
-                    recordings(stack, False), platform_block(stack), upstream_dir_or_none()
-                )
-            except (ChartUnavailableError, UpstreamUnavailableError) as missing:
-                cache[stack] = str(missing)
+            cache[stack] = render_or_missing(recordings, stack)
         found = cache[stack]
         if isinstance(found, str):
             pytest.skip(found)
