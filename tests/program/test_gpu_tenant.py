@@ -470,7 +470,7 @@ def test_prod_cluster_is_not_held_back_by_its_control_plane(evaluated: Evaluated
         cluster = _named(prod, f"{name}-cluster")
         assert kcp.urn not in prod.dependency_closure(cluster)
         assert kcp.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == (
-            "jsonpath={.status.ready}=true"
+            '["jsonpath={.status.ready}=true", "condition=TenantControlPlaneCreated"]'
         )
         read = _named(prod, f"{name}-admin-kubeconfig")
         assert _registered_after(prod, read, kcp)

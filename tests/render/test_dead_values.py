@@ -50,6 +50,18 @@ KEPT_AT_DEFAULT: dict[tuple[str, str], str] = {
         "the default etcd's release is called what the chart would derive; stated because the "
         "readiness gate and the program's DataStore 'default' name its members and Secrets"
     ),
+    **{
+        ("kamaji-etcd", key): (
+            "the etcd jobs' images are pinned to the ones the backups run (issue 39): the chart "
+            "tags kubectl with the cluster's minor, equal to the pin only on a v1.35 cluster (as "
+            "rendered here), and the etcd pin guards against a chart bump"
+        )
+        for key in ("jobs.kubectl.image", "jobs.kubectl.tag", "jobs.etcd.image", "jobs.etcd.tag")
+    },
+    ("kamaji-etcd", "quotaBackendBytes"): (
+        "the space quota follows storageSize (prod tenant_values.etcd_quota_backend_bytes); from "
+        "17Gi up it reaches etcd's suggested ceiling, 8 GiB, which is the chart's default"
+    ),
     ("gpu-operator", "toolkit.enabled"): (
         "stated so the toolkit HAMi's device plugin waits for cannot be turned off by a chart "
         "default"

@@ -28,7 +28,7 @@ def test_metrics_are_on_by_default_in_both_stacks(stack: str) -> None:
     metrics = parse_platform(raw).metrics
     assert metrics.enabled is True
     assert (metrics.retention, metrics.scrape_interval, metrics.storage_size) == (
-        "15d",
+        "40d",
         "30s",
         "20Gi",
     )
