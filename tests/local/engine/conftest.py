@@ -1,0 +1,112 @@
+"""Fixtures of the real-engine tier: the Pulumi tools, the prod stack in a working directory of
+its own against the ``management_apiserver`` of ``tests/local/conftest.py``, and the operations
+the tests read (each run once per session, in order: preview, up, preview of the update,
+destroy).
+
+``scripts/local_e2e/build-pulumi-tools.sh`` builds the tools (``make local-e2e`` runs it first;
+the ``engine_tools`` fixture runs it too, a no-op when they are cached). Without Go the tier
+skips with one line; in CI it fails instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.local.engine.engine import (
+    BUILD_SCRIPT,
+    POLICY_PACK,
+    POLICY_PACK_LAUNCHER,
+    PROJECT,
+    REPO_ROOT,
+    EngineTools,
+    Outcome,
+    Project,
+)
+from tests.support import harness
+
+PROD_POLICY_CONFIG = POLICY_PACK / "config" / "prod.json"
+# The environment the program reads, passed on to it (the chart archives: components.chart_cache).
+PASSED_ON = ("GPU_PLATFORM_CHARTS_DIR", "XDG_CACHE_HOME", "HOME")
+
+
+def require(ok: bool, reason: str) -> None:
+    """Skip with one line, or fail under CI, where .ci/run provides everything."""
+    if ok:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must run this tier: .ci/run installs Go's toolchain)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def engine_tools() -> EngineTools:
+    built = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
+    if built.returncode == 3:
+        require(False, built.stderr.strip().splitlines()[-1])
+    if built.returncode != 0:
+        pytest.fail(f"{BUILD_SCRIPT.name} failed ({built.returncode}):\n{built.stderr[-3000:]}")
+    root = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return EngineTools(Path(root))
+
+
+def prod_secret_config(kubeconfig: str) -> dict[str, str]:
+    """Made-up values for every secret key Pulumi.prod.yaml names (the keys and shapes
+    ``scripts/set_secret_config.py`` sets in CI: components.config.required_secret_keys), with
+    the management kubeconfig pointing at the test API server."""
+    config = yaml.safe_load((REPO_ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    platform = config[f"{PROJECT}:platform"]
+    values = harness.operator_secret_placeholders(platform)
+    key = platform["management"]["existing"]["kubeconfigConfigKey"]
+    assert key in values, f"{key} is not among the prod stack's secret keys {sorted(values)}"
+    values[key] = kubeconfig
+    return values
+
+
+@pytest.fixture(scope="session")
+def prod_project(
+    engine_tools: EngineTools, management_apiserver: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Project:
+    environment = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
+    project = Project.create(
+        engine_tools, tmp_path_factory.mktemp("engine") / "prod", "prod", environment
+    )
+    kubeconfig = Path(management_apiserver.kubeconfig).read_text()
+    outcome = project.run("set_secrets", secrets=prod_secret_config(kubeconfig))
+    assert outcome.error is None, outcome.error
+    return project
+
+
+def policy_options() -> dict[str, Any]:
+    return {
+        "policy_packs": [str(POLICY_PACK_LAUNCHER)],
+        "policy_pack_configs": [str(PROD_POLICY_CONFIG)],
+    }
+
+
+@pytest.fixture(scope="session")
+def prod_preview(prod_project: Project) -> Outcome:
+    """``pulumi preview -s prod --policy-pack policies`` of the new stack."""
+    return prod_project.run("preview", **policy_options())
+
+
+@pytest.fixture(scope="session")
+def mock_prod_preview() -> harness.Recording:
+    """The mock harness's preview of the same stack file."""
+    return harness.evaluate("prod", preview=True)
+
+
+def summarize(outcome: Outcome) -> str:
+    """How far an operation got, for a failure message: its steps and its errors."""
+    ops: dict[str, int] = {}
+    for op in outcome.ops().values():
+        ops[op] = ops.get(op, 0) + 1
+    return json.dumps({"steps": ops, "errors": outcome.errors()[:5], "error": outcome.error})
