@@ -28,7 +28,7 @@ PULUMI := pulumi --non-interactive
 
 .PHONY: help
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 # A virtualenv is (re)installed only when a requirements file changes (the stamp is older), so
 # `make test` on a fresh clone prepares .venv first and on a prepared one starts at once, silently.
@@ -84,7 +84,20 @@ backup-test-venv: $(BACKUP_TEST_STAMP) ## Create tests/backup/.venv (moto, botoc
 # pytest exits 5 when it collected no test. make turns every failed recipe into its own exit
 # status 2, so only the recipe can tell "no tests ran" apart from a failure and say so.
 test: venv policy-venv backup-test-venv ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
-	$(BIN)/python -m pytest -q -m "not live and not integration" || { status=$$?; \
+	$(BIN)/python -m pytest -q -m "not live and not integration" --ignore=tests/local || { status=$$?; \
+	  if [ $$status -eq 5 ]; then echo "FAIL: no tests ran (pytest collected none)" >&2; fi; \
+	  exit $$status; }
+
+.PHONY: local-e2e
+# The local tier (tests/local, docs/testing.md): real etcd, kube-apiserver and
+# kube-controller-manager on 127.0.0.1, built from pinned Go modules once per machine into the
+# per-user cache (scripts/local_e2e/build-kube-tools.sh; tens of minutes the first time). Not part
+# of `make test`: .ci/run runs it after `make test`.
+local-e2e: venv ## Real API servers on 127.0.0.1: the charts' CRDs, a server-side dry-run of both stacks, the tenant policy on real CREATEs (report in reports/)
+	bash scripts/local_e2e/build-kube-tools.sh
+	mkdir -p reports
+	$(BIN)/python -m pytest tests/local -p no:cacheprovider -rs --durations=10 \
+	  --junitxml reports/local-e2e.xml || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "FAIL: no tests ran (pytest collected none)" >&2; fi; \
 	  exit $$status; }
 
