@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.local.conftest import MANAGEMENT_CONTROLLERS, StartAPIServer
 from tests.local.engine.engine import (
     BUILD_SCRIPT,
     POLICY_PACK,
@@ -29,6 +31,7 @@ from tests.local.engine.engine import (
     Outcome,
     Project,
 )
+from tests.local.kube import APIServer
 from tests.support import harness
 
 PROD_POLICY_CONFIG = POLICY_PACK / "config" / "prod.json"
@@ -71,16 +74,56 @@ def prod_secret_config(kubeconfig: str) -> dict[str, str]:
     return values
 
 
+def adopted_namespaces() -> list[str]:
+    """The namespaces the prod stack adopts (``managementNamespace.existing``): the operator
+    enrols the tenants' BareMetalHosts there before ``pulumi up``, and a preview fails while one
+    is missing."""
+    config = yaml.safe_load((REPO_ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    tenants = config[f"{PROJECT}:platform"]["tenants"]
+    return [t["name"] for t in tenants if (t.get("managementNamespace") or {}).get("existing")]
+
+
+@pytest.fixture(scope="session")
+def engine_management(start_apiserver: StartAPIServer) -> APIServer:
+    """The prod stack's management cluster: an API server of its own (same controllers as
+    ``management_apiserver``), so that what the stack leaves behind is the stack's alone and no
+    other suite's objects are in the way; with the adopted namespaces the operator creates."""
+    server = start_apiserver("engine-management", controllers=MANAGEMENT_CONTROLLERS)
+    for name in adopted_namespaces():
+        server.admin.call(
+            "POST",
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        )
+    return server
+
+
+@pytest.fixture(scope="session")
+def prod_secrets(engine_management: APIServer) -> dict[str, str]:
+    return prod_secret_config(Path(engine_management.kubeconfig).read_text())
+
+
+@pytest.fixture(scope="session")
+def new_prod_project(
+    engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], Project]:
+    """A factory: the prod stack in a new working directory (its own state and PULUMI_HOME)."""
+    root = tmp_path_factory.mktemp("engine")
+    environment = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
+
+    def create(name: str) -> Project:
+        return Project.create(engine_tools, root / name, "prod", environment)
+
+    return create
+
+
 @pytest.fixture(scope="session")
 def prod_project(
-    engine_tools: EngineTools, management_apiserver: Any, tmp_path_factory: pytest.TempPathFactory
+    new_prod_project: Callable[[str], Project], prod_secrets: dict[str, str]
 ) -> Project:
-    environment = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
-    project = Project.create(
-        engine_tools, tmp_path_factory.mktemp("engine") / "prod", "prod", environment
-    )
-    kubeconfig = Path(management_apiserver.kubeconfig).read_text()
-    outcome = project.run("set_secrets", secrets=prod_secret_config(kubeconfig))
+    """The prod stack with every secret set (`pulumi config set --secret`)."""
+    project = new_prod_project("prod")
+    outcome = project.run("set_config", values=prod_secrets)
     assert outcome.error is None, outcome.error
     return project
 

@@ -50,6 +50,9 @@ def _event(event: auto.events.EngineEvent) -> dict[str, Any] | None:
             "keys": list(meta.keys or []),
             "diffs": list(meta.diffs or []),
             "provider": meta.provider,
+            # The inputs as the engine shows them (secrets as "[secret]").
+            "inputs": dict(meta.new.inputs) if meta.new is not None else {},
+            "parent": meta.new.parent if meta.new is not None else "",
         }
     if event.res_outputs_event is not None:
         meta = event.res_outputs_event.metadata
@@ -109,9 +112,11 @@ def main() -> int:
     result: dict[str, Any] = {"error": None, "stdout": "", "stderr": ""}
     op = request["op"]
     try:
-        if op == "set_secrets":
-            for key, value in request["secrets"].items():
-                stack.set_config(key, auto.ConfigValue(value=value, secret=True))
+        if op == "set_config":
+            # `pulumi config set [--secret]`: secret unless the request says clear.
+            secret = not request.get("clear")
+            for key, value in request["values"].items():
+                stack.set_config(key, auto.ConfigValue(value=value, secret=secret))
         elif op == "preview":
             preview = stack.preview(
                 policy_packs=request.get("policy_packs") or None,

@@ -30,8 +30,6 @@ PASSPHRASE = "gpu-platform-local-e2e-only"
 # The Python SDK packages pin the plugin version they ask the engine for (pulumi-plugin.json in
 # each package): requirements.txt's pins.
 PINNED_PLUGINS = {"kubernetes": "4.34.2", "command": "1.2.1"}
-# The type of the command provider's resources, whose plugin is not to be had here.
-COMMAND_TYPE_PREFIX = "command:"
 
 
 @dataclass(frozen=True)
