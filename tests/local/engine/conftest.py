@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,9 @@ def require(ok: bool, reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def engine_tools() -> EngineTools:
+    # The program's prod checks ask the API server with kubectl (scripts/management/
+    # namespaces-exist.sh); it is on the project's machine image (Debian's kubectl package).
+    require(shutil.which("kubectl") is not None, "kubectl is not on PATH (the prod checks run it)")
     built = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if built.returncode == 3:
         require(False, built.stderr.strip().splitlines()[-1])
