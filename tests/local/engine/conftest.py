@@ -151,6 +151,37 @@ def mock_prod_preview() -> harness.Recording:
     return harness.evaluate("prod", preview=True)
 
 
+def prod_config_installing_cert_manager() -> dict[str, Any]:
+    """Pulumi.prod.yaml with ``certManager: install``, the value its own comment gives for a
+    management cluster without cert-manager: the program then installs it with a Helm release
+    instead of gating on the cluster's (a pulumi-command resource), so the engine gets through
+    the releases and everything beside them before the first command gate registers."""
+    data = yaml.safe_load((REPO_ROOT / "Pulumi.prod.yaml").read_text())
+    data["config"][f"{PROJECT}:platform"]["management"]["existing"]["certManager"] = "install"
+    return dict(data)
+
+
+@pytest.fixture(scope="session")
+def prod_install_preview(
+    new_prod_project: Callable[[str], Project], prod_secrets: dict[str, str]
+) -> Outcome:
+    """``pulumi preview --policy-pack`` of the prod stack with ``certManager: install``."""
+    project = new_prod_project("prod-install-cert-manager")
+    (project.directory / "Pulumi.prod.yaml").write_text(
+        yaml.safe_dump(prod_config_installing_cert_manager(), sort_keys=False)
+    )
+    outcome = project.run("set_config", values=prod_secrets)
+    assert outcome.error is None, outcome.error
+    return project.run("preview", **policy_options())
+
+
+@pytest.fixture(scope="session")
+def mock_prod_install_preview() -> harness.Recording:
+    return harness.evaluate(
+        "prod", preview=True, config=prod_config_installing_cert_manager()["config"]
+    )
+
+
 def summarize(outcome: Outcome) -> str:
     """How far an operation got, for a failure message: its steps and its errors."""
     ops: dict[str, int] = {}

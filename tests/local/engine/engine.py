@@ -122,6 +122,11 @@ class Project:
                 {"name": "kubernetes", "path": str(tools.installed_plugin_dir("kubernetes"))}
             ]
         }
+        # The program's directory is the repository, as when `pulumi up` runs there: the engine
+        # starts the providers in it (the plugin context's working directory is the project's
+        # `main`), and the program's Helm releases name their charts relative to it
+        # (`.charts/...`, components.chart_cache).
+        project["main"] = str(REPO_ROOT)
         (directory / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
         shutil.copyfile(REPO_ROOT / f"Pulumi.{stack}.yaml", directory / f"Pulumi.{stack}.yaml")
         state = directory / "state"
