@@ -122,6 +122,7 @@ def main() -> int:
                 policy_packs=request.get("policy_packs") or None,
                 policy_pack_configs=request.get("policy_pack_configs") or None,
                 expect_no_changes=bool(request.get("expect_no_changes")),
+                target=request.get("target") or None,
                 on_event=on_event,
                 color="never",
             )
@@ -134,6 +135,7 @@ def main() -> int:
                 on_event=on_event,
                 color="never",
                 continue_on_error=bool(request.get("continue_on_error")),
+                target=request.get("target") or None,
             )
             result["stdout"], result["stderr"] = up.stdout, up.stderr
         elif op == "destroy":
