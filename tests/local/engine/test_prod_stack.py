@@ -220,6 +220,9 @@ def test_a_missing_adopted_namespace_fails_the_preview_naming_it(
     admin = engine_management.admin
     admin.call("DELETE", "/api/v1/namespaces/team-llm")
     try:
+        # A deleted namespace is Terminating (still there) until the namespace controller has
+        # emptied it and removed its finalizer.
+        _wait_gone(engine_management, "team-llm")
         project = new_prod_project("prod-missing-namespace")
         assert project.run("set_config", values=prod_secrets).error is None
         outcome = project.run("preview")
@@ -233,17 +236,22 @@ def test_a_missing_adopted_namespace_fails_the_preview_naming_it(
     assert outcome.stepped_urns() == {STACK_URN}, summarize(outcome)
 
 
-def _recreate_namespace(server: APIServer, name: str) -> None:
-    """Wait for the namespace controller to finish deleting it, then create it again."""
-    deadline = time.monotonic() + 60
+def _wait_gone(server: APIServer, name: str) -> None:
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
             server.admin.call("GET", f"/api/v1/namespaces/{name}")
         except KubeError as error:
             if error.status == 404:
-                break
+                return
             raise
         time.sleep(0.5)
+    raise AssertionError(f"namespace {name} still exists 120 s after its deletion")
+
+
+def _recreate_namespace(server: APIServer, name: str) -> None:
+    """Create it again once it is gone."""
+    _wait_gone(server, name)
     server.admin.call(
         "POST",
         "/api/v1/namespaces",
