@@ -92,9 +92,13 @@ test: venv policy-venv backup-test-venv ## The offline suite: mocks, policies, c
 # The local tier (tests/local, docs/testing.md): real etcd, kube-apiserver and
 # kube-controller-manager on 127.0.0.1, built from pinned Go modules once per machine into the
 # per-user cache (scripts/local_e2e/build-kube-tools.sh; tens of minutes the first time). Not part
-# of `make test`: .ci/run runs it after `make test`.
-local-e2e: venv ## Real API servers on 127.0.0.1: the charts' CRDs, a server-side dry-run of both stacks, the tenant policy on real CREATEs (report in reports/)
+# of `make test`: .ci/run runs it after `make test`. The real-engine part (tests/local/engine)
+# also builds the Pulumi CLI and the kubernetes provider (scripts/local_e2e/build-pulumi-tools.sh,
+# same cache) and runs the program, which installs its charts from .charts/ (`make charts`), with
+# the policy pack's interpreter (policies/.venv).
+local-e2e: venv policy-venv charts ## Real API servers on 127.0.0.1: the charts' CRDs, a server-side dry-run of both stacks, the tenant policy on real CREATEs (report in reports/)
 	bash scripts/local_e2e/build-kube-tools.sh
+	bash scripts/local_e2e/build-pulumi-tools.sh
 	mkdir -p reports
 	$(BIN)/python -m pytest tests/local -p no:cacheprovider -rs --durations=10 \
 	  --junitxml reports/local-e2e.xml || { status=$$?; \
@@ -108,6 +112,7 @@ check: ## Static checks: ruff (lint + format), mypy, the import layers, shellche
 	$(BIN)/mypy components policies/gpu_platform_policies
 	$(BIN)/lint-imports
 	find scripts -name '*.sh' -print0 | xargs -0 -r $(BIN)/shellcheck
+	$(BIN)/shellcheck tests/local/engine/bin/policy-pack
 
 # What a target needs on PATH, checked first, with the system Python and before any virtualenv:
 # one line per missing tool with its install command (scripts/preflight.py), so `make preview`

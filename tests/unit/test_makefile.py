@@ -137,7 +137,8 @@ def _ci_checkout(tmp_path: Path) -> Path:
     shutil.copy2(REPO_ROOT / "Makefile", root / "Makefile")
     (root / "scripts" / "local_e2e").mkdir(parents=True)
     # The local tier's tool build (Go, minutes) is not what this test is about.
-    (root / "scripts" / "local_e2e" / "build-kube-tools.sh").write_text("exit 0\n")
+    for script in ("build-kube-tools.sh", "build-pulumi-tools.sh"):
+        (root / "scripts" / "local_e2e" / script).write_text("exit 0\n")
     (root / "policies").mkdir()
     for name in ("requirements.txt", "requirements-dev.txt", "constraints.txt"):
         (root / name).touch()
