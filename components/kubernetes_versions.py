@@ -113,9 +113,12 @@ def nearest(wanted: str, allowed: Sequence[str], count: int = 2) -> list[str]:
     return ordered[start : start + count]
 
 
-def version_problem(wanted: str, allowed: Sequence[str], what: str) -> str | None:
+def version_problem(
+    wanted: str, allowed: Sequence[str], what: str, suggest_from: Sequence[str] | None = None
+) -> str | None:
     """Why ``wanted`` is not one of ``allowed`` (what they are: ``what``), naming the nearest
-    allowed versions; None when it is."""
+    allowed versions (the nearest of ``suggest_from`` where given: what the rest of the stack's
+    checks also accept, so the hint is never refused next); None when it is."""
     version = Version.parse(wanted)
     if wanted in allowed:
         return None
@@ -128,7 +131,8 @@ def version_problem(wanted: str, allowed: Sequence[str], what: str) -> str | Non
         reason = f"is below the oldest supported minor (v1.{MINIMUM_MINOR})"
     else:
         reason = f"is not {what}"
-    return f"{wanted} {reason}: pick {' or '.join(nearest(wanted, allowed))}"
+    candidates = [v for v in (suggest_from or allowed) if v in allowed] or allowed
+    return f"{wanted} {reason}: pick {' or '.join(nearest(wanted, candidates))}"
 
 
 def upgrade_problem(previous: str, wanted: str, allowed: Sequence[str]) -> str | None:

@@ -38,11 +38,20 @@ from components.tenant_values import webhook_excluded_namespaces
 
 
 def substrate_for(platform: PlatformConfig) -> Substrate:
-    """The one place that reads the stack's mode: every difference between the environments is
-    asked of what this returns."""
-    if platform.mode == "lab":
+    """Every difference between the environments is asked of what this returns."""
+    substrate = substrate_named(platform.mode)
+    assert substrate is not None  # the model only admits the known modes
+    return substrate
+
+
+def substrate_named(mode: object) -> Substrate | None:
+    """The one place that reads the stack's mode (None for one the schema refuses): also asked
+    before the models are validated, so their hints name what this environment can run."""
+    if mode == "lab":
         return LabSubstrate()
-    return ProdSubstrate()
+    if mode == "prod":
+        return ProdSubstrate()
+    return None
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,10 @@ def parse_platform(raw: Mapping[str, Any] | None) -> PlatformConfig:
 
 def parse_stack(raw: Mapping[str, Any] | None) -> Stack:
     """``parse_platform``, with the environment the configuration chose."""
-    platform = validate_models(raw)
+    declared = substrate_named(raw.get("mode")) if isinstance(raw, Mapping) else None
+    platform = validate_models(
+        raw, declared.tenant_kubernetes_versions() if declared is not None else None
+    )
     substrate = substrate_for(platform)
     problems = [
         *platform_problems(

@@ -11,6 +11,7 @@ from pulumi import RunError
 from pydantic import (
     BaseModel,
     ConfigDict,
+    ValidationInfo,
 )
 from pydantic.alias_generators import to_camel
 
@@ -140,13 +141,23 @@ def _dns1123(value: str, what: str) -> str:
     return value
 
 
-def _kubernetes_version(value: str) -> str:
+VERSIONS_CONTEXT = "tenant_kubernetes_versions"
+"""The validation-context key holding the versions the stack's environment can run."""
+
+
+def _kubernetes_version(value: str, info: ValidationInfo | None = None) -> str:
     """A Kubernetes release the platform can run: one Kamaji accepts, published for HAMi's
-    kube-scheduler (``components.kubernetes_versions``; the lab also needs a kind image)."""
+    kube-scheduler (``components.kubernetes_versions``; the lab also needs a kind image). The
+    hint names versions the stack's environment can run (``VERSIONS_CONTEXT`` in the validation
+    context: ``Substrate.tenant_kubernetes_versions``), so following it is never refused next."""
     if not KUBERNETES_VERSION.match(value):
         raise ValueError(f"{value!r} is not a Kubernetes version: write it like v1.35.0")
+    context = info.context if info is not None and isinstance(info.context, dict) else {}
     problem = kubernetes_versions.version_problem(
-        value, kubernetes_versions.released_versions(), "a released Kubernetes patch"
+        value,
+        kubernetes_versions.released_versions(),
+        "a released Kubernetes patch",
+        suggest_from=context.get(VERSIONS_CONTEXT),
     )
     if problem is not None:
         raise ValueError(problem)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from components.config.base import (
     _FIXES,
     CONFIG_KEY,
+    VERSIONS_CONTEXT,
     ConfigError,
     problem_message,
 )
@@ -17,17 +18,20 @@ from components.config.messages import problem_lines
 from components.config.platform import PlatformConfig
 
 
-def validate_models(raw: Mapping[str, Any] | None) -> PlatformConfig:
+def validate_models(
+    raw: Mapping[str, Any] | None, tenant_versions: Sequence[str] | None = None
+) -> PlatformConfig:
     """The raw ``platform`` object as models: shapes, types and each model's own rules; raise
     ConfigError with one line per problem. ``components.stack.parse_platform`` adds the checks
-    across the whole stack."""
+    across the whole stack. ``tenant_versions``: the Kubernetes versions the stack's environment
+    can run, which a version hint picks from (all released patches when not given)."""
     if raw is None:
         raise ConfigError(
             f"config key '{CONFIG_KEY}' is missing: copy Pulumi.lab.yaml's platform block "
             "into your stack file"
         )
     try:
-        platform = PlatformConfig.model_validate(raw)
+        platform = PlatformConfig.model_validate(raw, context={VERSIONS_CONTEXT: tenant_versions})
     except ValidationError as exc:
         lines = problem_lines(PlatformConfig, exc.errors(), _FIXES)
         raise ConfigError(problem_message("invalid stack configuration", lines)) from None

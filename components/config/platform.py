@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import (
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -170,8 +171,8 @@ class PlatformConfig(_Model):
 
     @field_validator("kubernetes_version")
     @classmethod
-    def _version(cls, value: str) -> str:
-        return _kubernetes_version(value)
+    def _version(cls, value: str, info: ValidationInfo) -> str:
+        return _kubernetes_version(value, info)
 
     @field_validator("worker_image")
     @classmethod
@@ -324,6 +325,24 @@ def _management_namespace_problems(platform: PlatformConfig) -> list[str]:
     ]
 
 
+def _larger_than_every_card(tenant: Tenant, memory_mib: int | None) -> str | None:
+    """Why a per-card ``gpumem`` request can never be granted on this tenant's cards (HAMi
+    grants a container's memory on one card: Project-HAMi/HAMi v2.10.0
+    pkg/device/nvidia/device.go:789-791 skips a card whose ``Totalmem - Usedmem`` is below the
+    request, CardInsufficientMemory), or None when one card can."""
+    cards = [card for pool in tenant.worker_pools for card, _count in pool.resolved_cards()]
+    if memory_mib is None or not cards:
+        return None
+    largest = max(cards, key=lambda card: card.memory_mib)
+    if memory_mib <= largest.memory_mib:
+        return None
+    return (
+        f"{memory_mib} MiB per card is more than this tenant's largest card holds "
+        f"({largest.memory_mib} MiB, {largest.name}), so no quota would let it run: ask at most "
+        f"{largest.memory_mib} or add a pool with larger cards"
+    )
+
+
 def _workload_quota_problems(platform: PlatformConfig) -> list[str]:
     """Declared workloads must fit the GPU quotas the same tenant declares, and a tenant with
     quotas must not declare a workload in a namespace none covers (it would run unmetered).
@@ -346,6 +365,14 @@ def _workload_quota_problems(platform: PlatformConfig) -> list[str]:
                     f"tenants[{t_index}].workloads[{w_index}].namespace: {workload.namespace!r} "
                     "has no gpuQuotas entry, so its GPU use would not be metered; add a quota for "
                     "it or move the workload to a namespace that has one"
+                )
+                continue
+            never_fits = _larger_than_every_card(tenant, workload.gpu.memory_mib)
+            if never_fits is not None:
+                # Checked before the quota: raising a quota for a request no card can hold is
+                # a dead end (the pack's capacity fit then says it never schedules).
+                problems.append(
+                    f"tenants[{t_index}].workloads[{w_index}].gpu.memoryMiB: {never_fits}"
                 )
                 continue
             cards = workload.replicas * workload.gpu.cards

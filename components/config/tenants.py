@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import (
     Field,
     PositiveInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -350,8 +351,8 @@ class Tenant(_Model):
 
     @field_validator("kubernetes_version")
     @classmethod
-    def _version(cls, value: str | None) -> str | None:
-        return value if value is None else _kubernetes_version(value)
+    def _version(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return value if value is None else _kubernetes_version(value, info)
 
     @property
     def namespace(self) -> str:

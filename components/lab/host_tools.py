@@ -7,6 +7,7 @@ preflight (``components.lab.preflight``) prints the same hints, so the two never
 
 from __future__ import annotations
 
+import platform
 import re
 from pathlib import Path
 from types import MappingProxyType
@@ -29,9 +30,22 @@ def pinned_sdk_version(requirements: Path = REQUIREMENTS) -> str:
     return match.group(1)
 
 
-def install_hints(sdk_version: str | None = None) -> MappingProxyType[str, str]:
-    """Per tool, the official install command (or page) to print when it is missing."""
+def release_arch(machine: str | None = None) -> str:
+    """The release binaries' architecture for this host (``platform.machine()``): kind's quick
+    start picks ``kind-linux-amd64`` or ``-arm64`` from ``uname -m`` the same way
+    (kubernetes-sigs/kind v0.31.0 site/content/docs/user/quick-start.md:41-43: x86_64 ->
+    ``kind-linux-amd64``, aarch64 -> ``kind-linux-arm64``); dl.k8s.io names kubectl's the same."""
+    name = (machine if machine is not None else platform.machine()).lower()
+    return "arm64" if name in ("aarch64", "arm64") else "amd64"
+
+
+def install_hints(
+    sdk_version: str | None = None, machine: str | None = None
+) -> MappingProxyType[str, str]:
+    """Per tool, the official install command (or page) to print when it is missing, for this
+    host's architecture (``machine``: ``platform.machine()`` when not given)."""
     sdk = sdk_version or pinned_sdk_version()
+    arch = release_arch(machine)
     # get.pulumi.com takes --version (https://www.pulumi.com/docs/install/, "Linux"); kind's and
     # kubectl's release binaries are the ones the lab-e2e workflow installs.
     return MappingProxyType(
@@ -39,12 +53,12 @@ def install_hints(sdk_version: str | None = None) -> MappingProxyType[str, str]:
             "docker": "install Docker Engine (https://docs.docker.com/engine/install/)",
             "kind": (
                 "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation): "
-                f"`curl -fsSLo kind https://kind.sigs.k8s.io/dl/{KIND_RELEASE}/kind-linux-amd64 "
+                f"`curl -fsSLo kind https://kind.sigs.k8s.io/dl/{KIND_RELEASE}/kind-linux-{arch} "
                 "&& sudo install -m 0755 kind /usr/local/bin/kind`"
             ),
             "kubectl": (
                 "install kubectl (https://kubernetes.io/docs/tasks/tools/): `curl -fsSLO "
-                f"https://dl.k8s.io/release/{CLUSTER_KUBERNETES}/bin/linux/amd64/kubectl "
+                f"https://dl.k8s.io/release/{CLUSTER_KUBERNETES}/bin/linux/{arch}/kubectl "
                 "&& sudo install -m 0755 kubectl /usr/local/bin/kubectl`"
             ),
             "pulumi": (

@@ -184,6 +184,14 @@ LAB = [
         "write it like v1.35.0",
     ),
     Mistake(
+        "unreleased patch in the lab",
+        "lab",
+        _set("kubernetesVersion", "v1.35.9"),
+        "kubernetesVersion",
+        # Only versions kind's pinned release has node images for: following it passes.
+        "pick v1.34.3 or v1.35.0",
+    ),
+    Mistake(
         "version as a number",
         "lab",
         _set("kubernetesVersion", 1.35),
@@ -505,6 +513,14 @@ LAB = [
         lambda c: _workload(c).update(replicas=5),
         "tenants[1].gpuQuotas[0].gpuMemoryMiB",
         "raise it to at least 100000",
+    ),
+    Mistake(
+        "workload larger than every card",
+        "lab",
+        lambda c: _workload(c)["gpu"].update(memoryMiB=100000),
+        "tenants[1].workloads[0].gpu.memoryMiB",
+        # Not "raise the quota": no quota lets it run (newcomer review, section 4).
+        "ask at most",
     ),
     Mistake(
         "workload where no quota is",
@@ -850,6 +866,13 @@ PROD = [
         ),
         "tenants[0].gpuQuotas[0]",
         "raise it to at least",
+    ),
+    Mistake(
+        "unreleased patch in prod",
+        "prod",
+        _set("tenants.0.kubernetesVersion", "v1.35.9"),
+        "tenants[0].kubernetesVersion",
+        "pick v1.35.7 or v1.36.0",
     ),
     Mistake(
         "lab tenant pasted into prod",

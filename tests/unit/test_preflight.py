@@ -328,3 +328,18 @@ def test_the_quick_start_documents_the_disk_threshold_and_how_to_lower_it() -> N
     )
     assert f"`{preflight.MIN_FREE_DISK_ENV}=<n>`" in quick_start
     assert f"`{preflight.MIN_FREE_DISK_REASON_ENV}`" in quick_start
+
+
+def test_make_preflight_honours_the_skip_its_refusal_advertises(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refusal says "set GPU_PLATFORM_SKIP_PREFLIGHT=1 to skip": `make preflight` (and so
+    `make lab`) must then pass without gathering a fact, saying what was skipped."""
+
+    def no_facts(**_: object) -> None:
+        raise AssertionError("a skipped preflight gathered facts")
+
+    monkeypatch.setenv(preflight.SKIP_ENV, "1")
+    monkeypatch.setattr(preflight, "gather_facts", no_facts)
+    assert preflight.main([]) == 0
+    assert "skipped (GPU_PLATFORM_SKIP_PREFLIGHT=1)" in capsys.readouterr().err

@@ -103,7 +103,7 @@ def test_the_script_runs_without_the_virtualenvs_packages() -> None:
     """It runs before `make venv`: only the standard library and components.versions."""
     source = (REPO_ROOT / "components" / "lab" / "host_tools.py").read_text()
     imported = set(re.findall(r"^(?:from|import) ([\w.]+)", source, re.M))
-    assert imported <= {"__future__", "re", "pathlib", "types", "components.versions"}
+    assert imported <= {"__future__", "platform", "re", "pathlib", "types", "components.versions"}
     script = (REPO_ROOT / "scripts" / "preflight.py").read_text()
     imported = set(re.findall(r"^(?:from|import) ([\w.]+)", script, re.M))
     assert imported <= {
@@ -118,3 +118,14 @@ def test_the_script_runs_without_the_virtualenvs_packages() -> None:
         "components.lab",
     }
     assert not Path(REPO_ROOT / "components" / "lab" / "__init__.py").read_text().count("import")
+
+
+@pytest.mark.parametrize(
+    ("machine", "arch"), [("x86_64", "amd64"), ("aarch64", "arm64"), ("arm64", "arm64")]
+)
+def test_install_lines_pick_the_hosts_architecture(machine: str, arch: str) -> None:
+    hints = host_tools.install_hints("3.200.0", machine=machine)
+    assert f"kind-linux-{arch} " in hints["kind"]
+    assert f"/bin/linux/{arch}/kubectl " in hints["kubectl"]
+    other = "arm64" if arch == "amd64" else "amd64"
+    assert other not in hints["kind"] + hints["kubectl"]

@@ -57,7 +57,9 @@ def test_a_config_mistake_is_one_line_naming_the_key(tmp_path: Path) -> None:
 
 def test_a_blocking_policy_fails_with_its_resource(tmp_path: Path) -> None:
     def too_big(platform: dict[str, Any]) -> None:
-        platform["tenants"][1]["workloads"][0]["gpu"]["memoryMiB"] = 30000
+        # Within the quota, but three cards per pod on nodes of two: only the pack's fit sees it
+        # (a request larger than every card is already a config error).
+        platform["tenants"][1]["workloads"][0]["gpu"].update(cards=3, memoryMiB=10000)
 
     result = _run("--stack", "lab", "--file", str(_edited(tmp_path, "lab", too_big)))
     assert result.returncode == 1, result.stdout
