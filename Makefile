@@ -148,8 +148,10 @@ validate: venv ## Check STACK's stack file offline in seconds: config, the progr
 # pkg/cmd/pulumi/operations/up.go:833-840).
 lab: TOOLS_FOR := lab
 lab: tools venv policy-venv preflight charts lab-stack ## Bring the lab up end to end: pulumi up (with the policy pack), acceptance suite, kubeconfigs
+	$(if $(UP_EVENT_LOG),mkdir -p $(dir $(UP_EVENT_LOG)))
 	$(PULUMI) up --yes --stack lab --skip-preview \
-	  --policy-pack policies --policy-pack-config policies/config/lab.json
+	  --policy-pack policies --policy-pack-config policies/config/lab.json \
+	  $(if $(UP_EVENT_LOG),--event-log $(UP_EVENT_LOG))
 	@# The kubeconfigs are written whatever the acceptance suite says: they are what a failed
 	@# test is looked into with. make lab still fails when the suite fails.
 	status=0; $(MAKE) --no-print-directory acceptance STACK=lab || status=$$?; \
@@ -253,3 +255,13 @@ integration: venv ## Opt-in, ~15 min: up -> acceptance -> destroy of the lab thr
 .PHONY: bench-ci
 bench-ci: venv ## The benchmark's structural checks, as CI runs them (no absolute timings)
 	$(BIN)/python -m benchmarks --ci
+
+# make lab's engine event log (pulumi up --event-log, needs PULUMI_DEBUG_COMMANDS=true), and the
+# comparison of a recorded one with the bring-up model (benchmarks/measured.py).
+UP_EVENT_LOG ?=
+EVENTS ?= reports/lab-up-events.jsonl
+JSON ?=
+
+.PHONY: bringup-compare
+bringup-compare: venv ## A recorded make lab (EVENTS=, from UP_EVENT_LOG=) per resource next to the bring-up model's estimates (JSON= to keep it)
+	$(BIN)/python -m benchmarks.measured $(EVENTS) $(if $(JSON),--json $(JSON))

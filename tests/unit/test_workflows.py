@@ -509,3 +509,23 @@ def test_the_readme_names_the_prod_runner_variable_and_what_that_runner_must_rea
     assert "must reach the management cluster's API server" in nearby
     assert "read its Secrets" in nearby
     assert testing.index("PULUMI_PROD_BACKEND_URL") > at, "next to the secrets"
+
+
+def test_the_nightly_e2e_records_and_compares_its_bring_up() -> None:
+    """docs/benchmark.md's figures are checked against a measurement: make lab writes the engine's
+    event log (the flag exists only with PULUMI_DEBUG_COMMANDS) and a step after it compares it
+    with the model, keeping the JSON in the uploaded reports."""
+    job = _load("lab-e2e.yml")["jobs"]["lab"]
+    assert job["env"]["PULUMI_DEBUG_COMMANDS"] == "true"
+    log = job["env"]["UP_EVENT_LOG"]
+    assert log.startswith("reports/")
+    names = [step.get("name", "") for step in job["steps"]]
+    runs = [step.get("run", "") for step in job["steps"]]
+    up = next(i for i, run in enumerate(runs) if run.strip() == "make lab")
+    compare = next(i for i, run in enumerate(runs) if "make bringup-compare" in run)
+    assert up < compare, names
+    assert f"EVENTS={log}" in runs[compare]
+    assert "JSON=reports/" in runs[compare]
+    assert job["steps"][compare].get("if") == "always()"
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert "$(if $(UP_EVENT_LOG),--event-log $(UP_EVENT_LOG))" in makefile
