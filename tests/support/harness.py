@@ -20,7 +20,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -303,13 +303,18 @@ def evaluate(
     return recording
 
 
-def run_child(module: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+def run_child(
+    module: str,
+    request: dict[str, Any],
+    timeout: float,
+    environment: Mapping[str, str] | None = None,
+    import_paths: Sequence[Path] = (REPO_ROOT, REPO_ROOT / "policies"),
+) -> dict[str, Any]:
     """Run ``python -m <module>`` from the repository with ``request`` as JSON on stdin and
-    return the JSON it prints; a crash raises with the end of its stderr."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO_ROOT), str(REPO_ROOT / "policies"), env.get("PYTHONPATH", "")]
-    )
+    return the JSON it prints; a crash raises with the end of its stderr. ``environment`` is
+    added to this process's; ``import_paths`` go first on the child's PYTHONPATH."""
+    env = {**os.environ, **(environment or {})}
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, import_paths), env.get("PYTHONPATH", "")])
     proc = subprocess.run(
         [sys.executable, "-m", module],
         input=json.dumps(request),
@@ -321,6 +326,7 @@ def run_child(module: str, request: dict[str, Any], timeout: float) -> dict[str,
         check=False,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"{module} crashed on {request.get('stack')}:\n{proc.stderr[-4000:]}")
+        subject = " ".join(str(request[key]) for key in ("op", "stack") if key in request)
+        raise RuntimeError(f"{module} crashed on {subject}:\n{proc.stderr[-4000:]}")
     result: dict[str, Any] = json.loads(proc.stdout)
     return result

@@ -54,12 +54,13 @@ def _event(event: auto.events.EngineEvent) -> dict[str, Any] | None:
             "inputs": dict(meta.new.inputs) if meta.new is not None else {},
             "parent": meta.new.parent if meta.new is not None else "",
         }
-    if event.res_outputs_event is not None:
-        meta = event.res_outputs_event.metadata
-        return {"kind": "outputs", "urn": meta.urn, "type": meta.type, "op": meta.op.value}
-    if event.res_op_failed_event is not None:
-        meta = event.res_op_failed_event.metadata
-        return {"kind": "failed", "urn": meta.urn, "type": meta.type, "op": meta.op.value}
+    for kind, ended in (
+        ("outputs", event.res_outputs_event),
+        ("failed", event.res_op_failed_event),
+    ):
+        if ended is not None:
+            meta = ended.metadata
+            return {"kind": kind, "urn": meta.urn, "type": meta.type, "op": meta.op.value}
     if event.diagnostic_event is not None:
         diag = event.diagnostic_event
         return {

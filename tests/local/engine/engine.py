@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.support.harness import run_child
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "local_e2e" / "build-pulumi-tools.sh"
@@ -161,21 +161,13 @@ class Project:
             "env": self.environment,
             **options,
         }
-        env = {**os.environ, **self.environment}
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
-        proc = subprocess.run(
-            [sys.executable, "-m", "tests.local.engine.driver"],
-            input=json.dumps(request),
-            capture_output=True,
-            text=True,
-            cwd=REPO_ROOT,
-            env=env,
-            timeout=timeout,
-            check=False,
+        data = run_child(
+            "tests.local.engine.driver",
+            request,
+            timeout,
+            environment=self.environment,
+            import_paths=(REPO_ROOT,),  # not policies/: the CLI runs the pack itself
         )
-        if proc.returncode != 0:
-            raise RuntimeError(f"driver crashed on {op}:\n{proc.stderr[-4000:]}")
-        data = json.loads(proc.stdout)
         return Outcome(
             op=op,
             error=data["error"],
