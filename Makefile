@@ -28,7 +28,8 @@ PULUMI := pulumi --non-interactive
 
 .PHONY: help
 help: ## List the targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@echo "Start here: make validate (check a stack file offline), make lab (bring the lab up), make test"
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-17s %s\n", $$1, $$2}'
 
 # A virtualenv is (re)installed only when a requirements file changes (the stamp is older), so
 # `make test` on a fresh clone prepares .venv first and on a prepared one starts at once, silently.

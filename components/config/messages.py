@@ -429,6 +429,11 @@ def problem_lines(
     errors carry a YAML example and unknown keys the key probably meant."""
     lines: list[str] = []
     seen: set[str] = set()
+    # A misspelt required key is one slip, told once: its "did you mean" line, not also a
+    # "required key is missing" line for the key meant.
+    renamed = {
+        _meant_path(resolve(root, e["loc"])) for e in errors if e["type"] == "extra_forbidden"
+    }
     for error in errors:
         place = resolve(root, error["loc"])
         kind = error["type"]
@@ -459,6 +464,8 @@ def problem_lines(
             lines.append(_unknown_key(place))
             continue
         if kind == "missing":
+            if place.path in renamed:
+                continue
             lines.extend(_with_example(f"{place.path}: required key is missing: add it", place))
             continue
         message = error["msg"].removeprefix("Value error, ")
@@ -469,6 +476,21 @@ def problem_lines(
             continue
         lines.extend(f"{place.path}: {part}" for part in message.split("\n"))
     return lines
+
+
+def _meant_path(place: Place) -> str | None:
+    """The path of the key an unknown key probably meant (``tenants[2].network.podCidr`` for
+    ``...podCIDR``), None when there is no close one."""
+    if place.parent is None:
+        return None
+    meant = did_you_mean(place.key, aliases(place.parent))
+    return None if meant is None else _beside(place, meant)
+
+
+def _beside(place: Place, key: str) -> str:
+    """The path of ``key`` in the mapping that holds ``place``."""
+    holder = place.path.rsplit(".", 1)[0] if "." in place.path else ""
+    return f"{holder}.{key}" if holder else key
 
 
 def _unit_fix(key: str, value: object) -> str | None:
@@ -490,5 +512,43 @@ def _unknown_key(place: Place) -> str:
     meant = did_you_mean(place.key, keys)
     if meant is not None:
         return f"{place.path}: unknown key: did you mean {meant}? (rename it; keys are camelCase)"
+    below = _nested_home(place.parent, place.key) if place.parent is not None else None
+    if below is not None:
+        # An indentation slip that kept valid YAML: the key exists, one level or more down.
+        return (
+            f"{place.path}: unknown key here: {place.key} belongs under {_beside(place, below)}: "
+            "indent it there"
+        )
     listed = ", ".join(keys) or "none"
     return f"{place.path}: unknown key: remove it (the keys here are {listed})"
+
+
+def _nested_home(model: type[BaseModel], key: str, depth: int = 3) -> str | None:
+    """Where under ``model`` a field keyed ``key`` is (``workerPools[]``, ``network``), the
+    nearest first; None when no model within ``depth`` levels has it."""
+    level: list[tuple[str, type[BaseModel]]] = [("", model)]
+    for _ in range(depth):
+        deeper: list[tuple[str, type[BaseModel]]] = []
+        for prefix, current in level:
+            for name, info in current.model_fields.items():
+                here = prefix + (info.alias or name)
+                for child, is_list in _child_models(field_annotation(info)):
+                    path = here + ("[]" if is_list else "")
+                    if field_by_key(child, key) is not None:
+                        return path
+                    deeper.append((path + ".", child))
+        level = deeper
+    return None
+
+
+def _child_models(annotation: Any) -> list[tuple[type[BaseModel], bool]]:
+    """The models a field's value holds: itself (False) or as list items (True)."""
+    found: list[tuple[type[BaseModel], bool]] = []
+    for member in _members(strip(annotation).annotation):
+        stripped = strip(member).annotation
+        args = typing.get_args(stripped)
+        if is_model(stripped):
+            found.append((stripped, False))
+        elif typing.get_origin(stripped) is list and args and is_model(strip(args[0]).annotation):
+            found.append((strip(args[0]).annotation, True))
+    return found

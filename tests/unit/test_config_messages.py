@@ -146,6 +146,22 @@ def test_an_unknown_key_names_the_key_probably_meant(where: Any, wrong: str, mea
     target[wrong] = target.pop(meant, "x")
     message = refusal(raw)
     assert f"{wrong}: unknown key: did you mean {meant}?" in message, message
+    # One slip, one line: not also "required key is missing" for the key meant.
+    assert "required key is missing" not in message, message
+
+
+def test_a_key_indented_one_level_too_high_is_told_where_it_belongs() -> None:
+    """An indentation slip that keeps valid YAML (newcomer review, mistake 8b): the key exists
+    below, so the fix is to indent it there, not to remove it."""
+    raw = stack_platform("lab")
+    tenant = raw["tenants"][1]
+    tenant["slotsPerCard"] = tenant["workerPools"][0].pop("slotsPerCard")
+    message = refusal(raw)
+    assert (
+        "tenants[1].slotsPerCard: unknown key here: slotsPerCard belongs under "
+        "tenants[1].workerPools[]: indent it there"
+    ) in message, message
+    assert "remove it" not in message, message
 
 
 def test_an_unknown_key_with_no_likely_match_lists_the_keys() -> None:

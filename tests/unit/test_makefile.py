@@ -9,6 +9,7 @@ sees for the virtualenv stamps and the state directory).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -302,3 +303,14 @@ def test_destroy_keeps_the_registry_caches_and_clean_caches_removes_them() -> No
 def test_make_docs_regenerates_the_lab_image_list() -> None:
     lines = dry_run("-o", ".venv/.gpu-platform-installed", "docs")
     assert any(line.endswith("python scripts/lab_images.py") for line in lines), lines
+
+
+def test_make_help_keeps_every_target_in_its_column() -> None:
+    """The newcomer review found `make help`'s column overflowing for the longer names: every
+    target with a description fits the column, and the first line says where to start."""
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    width = int(re.search(r'printf "  make %-(\d+)s', makefile).group(1))  # type: ignore[union-attr]
+    targets = re.findall(r"^([a-z0-9-]+):.*## ", makefile, re.M)
+    assert targets
+    assert max(len(t) for t in targets) <= width, [t for t in targets if len(t) > width]
+    assert "Start here: make validate" in makefile
