@@ -116,10 +116,34 @@ FORCE_CORE_POLICY = "force"
 # each probe's share of the card and HAMi-core's own switch state, and fails only when it
 # measured nothing (no HAMi-core, no windows, not one card).
 INTERFERENCE_SHARES = (70, 30)
-# TC-14: the first probe runs alone this long before its neighbour starts; each probe runs
-# INTERFERENCE_SECONDS, so the second also runs alone after the first ends.
+# TC-14: the first probe runs alone this long before its neighbour starts, then both run together
+# at least INTERFERENCE_TOGETHER_SECONDS, then the second runs alone. The second's start-up (a
+# container start, CUDA's initialisation) is taken from the first's run time, so each probe runs
+# for INTERFERENCE_SECONDS, with SECOND_START_ALLOWANCE for it: a second probe that starts within
+# the allowance still overlaps the first that long and outlives it by INTERFERENCE_ALONE_SECONDS
+# or more (reviews/acceptance.md section 5: with 80 s each and no allowance, a start of more
+# than about 40 s left "firstTogether" fewer windows than MIN_WINDOW_SAMPLES).
 INTERFERENCE_ALONE_SECONDS = 25.0
-INTERFERENCE_SECONDS = 80.0
+INTERFERENCE_TOGETHER_SECONDS = 55.0
+SECOND_START_ALLOWANCE = 60.0
+INTERFERENCE_SECONDS = (
+    INTERFERENCE_ALONE_SECONDS + SECOND_START_ALLOWANCE + INTERFERENCE_TOGETHER_SECONDS
+)
+
+
+def interference_phases(second_start: float) -> dict[str, float]:
+    """TC-14's planned phases, seconds, when the second probe's first window comes
+    ``second_start`` seconds after the first's alone phase ended: both probes run
+    INTERFERENCE_SECONDS from their own first window."""
+    joined = INTERFERENCE_ALONE_SECONDS + second_start
+    first_end = INTERFERENCE_SECONDS
+    return {
+        "firstAlone": INTERFERENCE_ALONE_SECONDS,
+        "together": first_end - joined,
+        "secondAlone": joined + INTERFERENCE_SECONDS - first_end,
+    }
+
+
 # Windows ignored after a neighbour starts or stops (the monitor's switch follows within 5 s).
 SETTLE_SECONDS = 10.0
 # What each compute probe asks for, MiB: its context and a small output buffer.
@@ -180,6 +204,9 @@ class GpuPlan:
     cards_per_node: int
     slots_per_card: int
     replicas: int
+    # The tenant's admission.wholeCards: false refuses a container a whole card (gpucores: 100,
+    # rule tenant-whole-cards), so TC-12's and TC-14's unrestricted reference cannot run there.
+    whole_cards: bool = True
 
     @property
     def slots_per_node(self) -> int:
@@ -207,7 +234,9 @@ def plan_gpu(platform: PlatformConfig) -> GpuPlan | None:
     from components.stack import substrate_for
 
     default = substrate_for(platform).default_device_mode()
-    for tenant in platform.tenants:
+    # A tenant that allows whole cards first: TC-12 and TC-14 measure against a whole-card probe.
+    tenants = sorted(platform.tenants, key=lambda t: not t.admission.whole_cards)
+    for tenant in tenants:
         for pool in tenant.worker_pools:
             if (pool.device_mode or default) != "nvidia":
                 continue
@@ -221,8 +250,23 @@ def plan_gpu(platform: PlatformConfig) -> GpuPlan | None:
                 cards_per_node=sum(count for _, count in cards),
                 slots_per_card=pool.slots_per_card,
                 replicas=pool.replicas,
+                whole_cards=tenant.admission.whole_cards,
             )
     return None
+
+
+def unrestricted_reference_refused(plan: GpuPlan) -> str | None:
+    """Why TC-12's and TC-14's unrestricted reference probe (``gpucores: UNRESTRICTED_CORES``)
+    cannot run on ``plan``'s tenant, None when it can (reviews/acceptance.md section 5: the
+    tenant-whole-cards rule refused it and the create raised a bare ApiException)."""
+    if plan.whole_cards:
+        return None
+    return (
+        f"tenant {plan.tenant} sets admission.wholeCards: false, so its admission refuses the "
+        f"unrestricted reference probe (gpucores: {UNRESTRICTED_CORES}, rule tenant-whole-cards): "
+        "cannot measure a share against it here; give a GPU pool to a tenant that allows whole "
+        "cards to run this test"
+    )
 
 
 def no_gpu_pool_reason(stack: str) -> str:

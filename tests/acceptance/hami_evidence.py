@@ -633,6 +633,12 @@ def hami_reasons(event: EventRecord) -> set[str]:
 
 # HAMi v2.10.0 pkg/device/common/common.go:27 (CardUUIDMismatch = "CardUuidMismatch").
 CARD_UUID_MISMATCH = "CardUuidMismatch"
+# What HAMi's Fit counts for a card before it reaches the UUID check, each ending that card's turn
+# (HAMi v2.10.0 pkg/device/nvidia/device.go:730-748; names: pkg/device/common/common.go:26-33):
+# the node's other cards may answer a pinned probe with these as well as with CardUuidMismatch.
+OTHER_CARD_REASONS = frozenset(
+    {CARD_UUID_MISMATCH, "CardNotHealth", "CardCordoned", "CardTypeMismatch"}
+)
 # HAMi v2.10.0 pkg/device/nvidia/device.go:49-50: the cards a pod may be placed on.
 GPU_USE_UUID = "nvidia.com/use-gpuuuid"
 
@@ -644,22 +650,29 @@ def pinned_cards(pod: PodPlacement) -> list[str]:
     return [u.strip() for u in value.split(",") if u.strip()]
 
 
-def _uuid_noise(reason: str, count: tuple[int, int] | None, pinned: int) -> bool:
-    """Whether ``reason`` is the expected answer of the node's other cards to a UUID pin.
+def _other_card_noise(
+    reason: str, counts: Mapping[str, tuple[int, int] | None], pinned: int
+) -> bool:
+    """Whether ``reason`` (in an event giving ``counts``) is the expected answer of the node's
+    other cards to a UUID pin.
 
     HAMi's Fit checks the pin on every card of the node and counts ``CardUuidMismatch`` for each
     card not named (HAMi v2.10.0 pkg/device/nvidia/device.go:755-758), and GenReason reports the
     count over all the node's cards (pkg/device/common/common.go:46-53): a pinned probe on an
     8-card node is refused with "1/8 CardInsufficientMemory, 7/8 CardUuidMismatch", and HAMi's
     scheduler writes one FilteringFailed event per reason type (pkg/scheduler/score.go:348-353),
-    "1 nodes CardUuidMismatch(<node>)" among them. Noise as long as fewer cards than the node has
-    minus the pinned ones mismatched: "8/8" means the pinned card is not on the node at all."""
-    if not pinned or reason != CARD_UUID_MISMATCH:
+    "1 nodes CardUuidMismatch(<node>)" among them. A card that is unhealthy, cordoned or of
+    another type stops before the UUID check (device.go:730-748), so it answers with that reason
+    instead. Noise as long as no more cards gave these answers together than the node has minus
+    the pinned ones: "8/8 CardUuidMismatch" means the pinned card is not on the node at all, and
+    "1/8 CardNotHealth" beside "7/8 CardUuidMismatch" that the pinned card itself is unhealthy."""
+    if not pinned or reason not in OTHER_CARD_REASONS:
         return False
-    if count is None:
+    own = counts.get(reason)
+    if own is None:
         return True
-    cards, of = count
-    return cards <= of - pinned
+    others = [c for r, c in counts.items() if r in OTHER_CARD_REASONS and c is not None]
+    return sum(cards for cards, _of in others) <= own[1] - pinned
 
 
 def judge_rejection(
@@ -676,7 +689,8 @@ def judge_rejection(
     HAMi's Fit stops at the first failing check and gives one reason per card and attempt (HAMi
     v2.10.0 pkg/device/nvidia/device.go:727-838), so another reason means another scenario -
     except ``CardUuidMismatch`` from the node's other cards when the pod is pinned to a card with
-    ``nvidia.com/use-gpuuuid`` (``_uuid_noise``), which is recorded as expected noise."""
+    ``nvidia.com/use-gpuuuid`` (``_other_card_noise``: also an unhealthy, cordoned or other-type
+    card), which is recorded as expected noise."""
     verdict = Verdict()
     problems = verdict.problems
     warnings = [e for e in events if e.type == "Warning"]
@@ -685,10 +699,11 @@ def judge_rejection(
     contradictions: set[str] = set()
     noise: set[str] = set()
     for event in warnings:
-        for reason, count in hami_reason_counts(event).items():
+        counts = hami_reason_counts(event)
+        for reason, count in counts.items():
             if reason == expected_reason:
                 continue
-            if _uuid_noise(reason, count, pinned):
+            if _other_card_noise(reason, counts, pinned):
                 noise.add(event.describe())
             elif reason in contradicting or exclusive:
                 if reason == CARD_UUID_MISMATCH and pinned and count is not None:

@@ -41,6 +41,7 @@ from tests.acceptance.gpu_plan import (
     COMPUTE_SHARE_CORES,
     FORCE_CORE_POLICY,
     GpuPlan,
+    unrestricted_reference_refused,
 )
 from tests.acceptance.live import LiveStack
 from tests.acceptance.report import Evidence
@@ -64,6 +65,9 @@ def limited_compute_pod(target: GpuTarget, run_id: str) -> dict[str, Any]:
 def test_tc12_compute_share_holds(
     live: LiveStack, gpu_plan: GpuPlan, gpu_target: GpuTarget, evidence: Evidence
 ) -> None:
+    refused = unrestricted_reference_refused(gpu_plan)
+    if refused is not None:
+        pytest.skip(refused)
     cluster = gpu_target.cluster
     evidence.record("target", gpu_target.as_dict())
     busy = busy_card_problem(cluster, gpu_target.node, gpu_target.card.uuid)

@@ -6,7 +6,8 @@ On the GPU pool's card (free when the test starts), under HAMi's default core po
 * an unrestricted probe (``gpucores: 100``) measures the card's full throughput;
 * the first probe (``gpucores`` = ``INTERFERENCE_SHARES[0]``, 70) starts and runs alone for
   ``INTERFERENCE_ALONE_SECONDS``, then the second (30) joins; each runs ``INTERFERENCE_SECONDS``
-  and tries to use the whole card, so the second also runs alone at the end;
+  (which holds ``SECOND_START_ALLOWANCE`` for the second's start-up, ``interference_phases``) and
+  tries to use the whole card, so the second also runs alone at the end;
 * their one-second rate windows (the node's clock, both pods on one node) are split into: first
   alone, both, second alone (``gpu_judges.judge_interference``).
 
@@ -46,6 +47,7 @@ from tests.acceptance.gpu_plan import (
     PROBE_START_SECONDS,
     GpuPlan,
     sharing_problem,
+    unrestricted_reference_refused,
 )
 from tests.acceptance.kube import create_pod
 from tests.acceptance.live import LiveStack
@@ -72,6 +74,9 @@ def interference_pod(target: GpuTarget, run_id: str, name: str, share: int) -> d
 def test_tc14_shares_hold_against_a_busy_neighbour(
     live: LiveStack, gpu_plan: GpuPlan, gpu_target: GpuTarget, evidence: Evidence
 ) -> None:
+    refused = unrestricted_reference_refused(gpu_plan)
+    if refused is not None:
+        pytest.skip(refused)
     cluster = gpu_target.cluster
     evidence.record("target", gpu_target.as_dict())
     for why in (

@@ -605,6 +605,34 @@ def test_prod_runs_on_its_first_nvidia_pool() -> None:
     assert plan.slots_per_node == 40
 
 
+def test_the_reference_probe_needs_a_tenant_that_allows_whole_cards() -> None:
+    """reviews/acceptance.md section 5: under admission.wholeCards: false TC-12's and TC-14's
+    gpucores 100 reference is refused by tenant-whole-cards; the plan prefers a tenant that
+    allows it, and where none does the tests say why in one line instead of an ApiException."""
+    import copy
+
+    from components.stack import parse_platform
+
+    raw = copy.deepcopy(load_stack_config("prod")["gpu-platform:platform"])
+    first = next(t for t in raw["tenants"] if t["name"] == "team-vision")
+    first.setdefault("admission", {})["wholeCards"] = False
+    plan = gpu_plan.plan_gpu(parse_platform(raw))
+    assert plan is not None
+    if plan.tenant == "team-vision":  # no other tenant has a real GPU pool
+        reason = gpu_plan.unrestricted_reference_refused(plan)
+        assert reason is not None
+        assert "admission.wholeCards: false" in reason
+        assert "\n" not in reason
+    else:
+        assert plan.whole_cards
+        assert gpu_plan.unrestricted_reference_refused(plan) is None
+    for tenant in raw["tenants"]:
+        tenant.setdefault("admission", {})["wholeCards"] = False
+    everywhere = gpu_plan.plan_gpu(parse_platform(raw))
+    assert everywhere is not None
+    assert gpu_plan.unrestricted_reference_refused(everywhere) is not None
+
+
 def test_sizes_follow_the_card() -> None:
     assert gpu_plan.memory_cap_mib(81_920) == 4096
     assert gpu_plan.memory_cap_mib(8192) == 2048
@@ -634,3 +662,15 @@ def test_every_gpu_test_is_numbered_and_needs_the_gpu_pool() -> None:
         assert len(tests) == 1, path.name
         assert {"gpu_plan", "gpu_target"} <= {a.arg for a in tests[0].args.args}
         assert ast.unparse(tests[0].decorator_list[0]) == f"pytest.mark.tc('{tc}')"
+
+
+@pytest.mark.parametrize("second_start", [0.0, 5.0, 40.0, gpu_plan.SECOND_START_ALLOWANCE])
+def test_tc14_keeps_its_phases_when_the_second_probe_starts_late(second_start: float) -> None:
+    """reviews/acceptance.md section 5, "TC-14 timing": a second probe starting up to the
+    allowance late still overlaps the first long enough to be judged after the settle, and
+    outlives it by the alone phase."""
+    phases = gpu_plan.interference_phases(second_start)
+    judged = phases["together"] - gpu_plan.SETTLE_SECONDS
+    assert judged >= gpu_plan.MIN_WINDOW_SAMPLES
+    assert judged >= gpu_plan.INTERFERENCE_TOGETHER_SECONDS - gpu_plan.SETTLE_SECONDS - second_start
+    assert phases["secondAlone"] >= gpu_plan.INTERFERENCE_ALONE_SECONDS

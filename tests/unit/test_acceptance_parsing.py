@@ -318,6 +318,37 @@ def test_a_pinned_refusal_records_the_other_cards_mismatch_as_noise() -> None:
     assert len(verdict.facts["matching"]) == 2
 
 
+@pytest.mark.parametrize(
+    ("others", "ok"),
+    [
+        # One of the other seven cards unhealthy, cordoned or of another type: it stops before
+        # the UUID check (HAMi v2.10.0 pkg/device/nvidia/device.go:730-748), still noise.
+        ("1/8 CardNotHealth, 6/8 CardUuidMismatch", True),
+        ("2/8 CardCordoned, 5/8 CardUuidMismatch", True),
+        ("1/8 CardTypeMismatch, 6/8 CardUuidMismatch", True),
+        # Eight answers from seven other cards: the pinned card itself gave one of them.
+        ("1/8 CardNotHealth, 7/8 CardUuidMismatch", False),
+    ],
+)
+def test_the_other_cards_pre_uuid_reasons_are_noise_too(others: str, ok: bool) -> None:
+    """reviews/acceptance.md section 5, "TC-13 edge case": a node with one unhealthy or cordoned
+    card besides the pinned one must not fail TC-13."""
+    pod = he.PodPlacement(
+        "waiter-exit",
+        "",
+        "Pending",
+        "hami-scheduler",
+        annotations={he.GPU_USE_UUID: "GPU-8a1f6c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"},
+    )
+    message = (
+        f"0/1 nodes are available: 1 1/8 CardInsufficientMemory, {others}. preemption: 0/1 "
+        "nodes are available: 1 No preemption victims found for incoming pod.."
+    )
+    event = he.EventRecord("Warning", "FailedScheduling", message, "hami-scheduler")
+    verdict = he.judge_rejection(pod, [event], "CardInsufficientMemory", exclusive=True)
+    assert verdict.ok is ok, verdict.explain()
+
+
 @pytest.mark.parametrize("case", EVENTS["rejections"], ids=case_id)
 def test_rejection_judge_samples(case: dict[str, Any]) -> None:
     events = [EVENT_BY_ID[i] for i in case["events"]]
