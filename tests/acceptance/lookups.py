@@ -55,6 +55,25 @@ COREDNS_SELECTOR = "k8s-app=kube-dns"
 # k8s-app=konnectivity-agent in kube-system (constants.go AgentName / AgentNamespace).
 KONNECTIVITY_SELECTOR = "k8s-app=konnectivity-agent"
 
+# Kamaji (clastix/kamaji 26.8.2-edge), in the management cluster, for TC-21: the chart's controller
+# Deployment labels its pods with "kamaji.selectorLabels" (charts/kamaji/templates/controller.yaml
+# :19-20, _helpers.tpl:48-52; release "kamaji" in kamaji-system, components/management_values.py),
+# and each TenantControlPlane's Deployment selects its pods by the control plane's name
+# (internal/builders/controlplane/deployment.go:1076-1081; constants/labels.go:10).
+KAMAJI_NAMESPACE = "kamaji-system"
+KAMAJI_CONTROLLER_LABELS: Mapping[str, str] = {
+    "app.kubernetes.io/name": "kamaji",
+    "app.kubernetes.io/instance": "kamaji",
+    "app.kubernetes.io/component": "controller-manager",
+}
+CONTROL_PLANE_POD_LABEL = "kamaji.clastix.io/name"
+
+
+def selector(labels: Mapping[str, str]) -> str:
+    """A label selector matching every label of ``labels``."""
+    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+
+
 # The lab's mock allocation completer, one per pool (components/lab/completer/manifests.py):
 # Deployment and namespace "gpu-mock-completer-<pool>", pods labelled with the app name and the
 # pool.

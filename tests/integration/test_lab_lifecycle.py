@@ -42,7 +42,8 @@ TOOLS = ("docker", "kind", "kubectl", "pulumi")
 ACCEPTANCE_TIMEOUT_SECONDS = 45 * 60
 # Every test must pass on the lab: the health check, the report's eight tests, the datastore
 # check, the quota check (Pulumi.lab.yaml declares quotas for both tenants), the admission rules
-# (TC-17) and the per-tenant allocation series (TC-18; metrics are on in the lab).
+# (TC-17), the per-tenant allocation series (TC-18; metrics are on in the lab) and the management
+# drill (TC-21: the lab's single control-plane replica back within its recovery target).
 REQUIRED_PASSED = (
     "TC-00",
     "TC-01",
@@ -58,6 +59,7 @@ REQUIRED_PASSED = (
     "TC-16",
     "TC-17",
     "TC-18",
+    "TC-21",
 )
 # The runtime-isolation tests need real NVIDIA GPUs: on the lab's mock devices they must skip,
 # never pass (tests/acceptance/gpu_plan.py).

@@ -43,3 +43,26 @@ def test_kamajis_controller_runs_the_pinned_release(
     stack: str, rendered: Callable[[str], RenderedStack]
 ) -> None:
     assert rendered_facts.kamaji_image(rendered(stack), PINNED.kamaji_image_tag) == []
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_the_management_drill_finds_kamajis_controller_by_its_labels(
+    stack: str, rendered: Callable[[str], RenderedStack]
+) -> None:
+    """TC-21 restarts Kamaji's controller pods found by ``lookups.KAMAJI_CONTROLLER_LABELS`` in
+    ``lookups.KAMAJI_NAMESPACE``: the rendered Deployment's pods carry them there."""
+    from tests.acceptance import lookups
+
+    stack_objects = rendered(stack)
+    management = next(c for c in stack_objects.clusters.values() if c.name == "management")
+    found = [
+        obj
+        for release in rendered_facts.rendered_of_chart(stack_objects, management, "kamaji")
+        for obj in release.of_kind("Deployment")
+        if obj["metadata"]["name"] == "kamaji"
+    ]
+    assert len(found) == 1
+    (deployment,) = found
+    assert deployment["metadata"].get("namespace") == lookups.KAMAJI_NAMESPACE
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert lookups.KAMAJI_CONTROLLER_LABELS.items() <= labels.items()
