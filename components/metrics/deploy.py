@@ -32,6 +32,9 @@ class MetricsStorage:
 # The suffixes of the ManagementCluster's children, and of a GpuTenant's (name_plan).
 CENTRAL_PARTS = (
     "metrics-ns",
+    "metrics-policy-default-deny-ingress",
+    "metrics-policy-allow-prometheus-clients",
+    "metrics-policy-allow-api-server-proxy",
     "metrics-prometheus-config",
     "metrics-prometheus",
     "metrics-prometheus-service",
@@ -63,10 +66,15 @@ def register_central(
     alertmanagers: Sequence[str],
     kamaji_namespace: str,
     storage: MetricsStorage,
+    pod_cidrs: Sequence[str],
     opts: Callable[[Sequence[pulumi.Resource]], pulumi.ResourceOptions],
 ) -> list[pulumi.Resource]:
-    """The central Prometheus and Grafana; returns the two Deployments."""
+    """The central Prometheus and Grafana, behind the namespace's NetworkPolicies
+    (``pod_cidrs``: the management cluster's pod ranges where known,
+    ``objects.network_policies``); returns the two Deployments."""
     ns = typed_object(f"{name}-metrics-ns", objects.namespace(), opts([]))
+    for policy in objects.network_policies(pod_cidrs):
+        typed_object(f"{name}-metrics-policy-{policy['metadata']['name']}", policy, opts([ns]))
     claims = [
         typed_object(f"{name}-metrics-{claim['metadata']['name']}", claim, opts([ns]))
         for claim in storage.claims

@@ -168,6 +168,72 @@ def namespace() -> dict[str, Any]:
     }
 
 
+def network_policies(pod_cidrs: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Ingress of the metrics namespace: nothing but what the stack itself needs.
+
+    * ``default-deny-ingress``: every pod here (Grafana's 3000 included: it is reached with
+      ``kubectl port-forward``, which enters the pod's own network namespace and is not subject
+      to NetworkPolicy);
+    * ``allow-prometheus-clients``: the central Prometheus' port from the tenants' agents (any
+      namespace: a tenant's management namespace may be adopted, and unlabelled) and from
+      Grafana;
+    * ``allow-api-server-proxy``: the same port from outside the pod network, for the
+      management API server's service proxy (``make usage``, TC-18). The API server dials the
+      Service's endpoint — the pod's own address — from its host, so the connection comes from
+      a node address, which no pod or namespace selector matches. ``pod_cidrs`` (the management
+      cluster's pod ranges, where known: the substrate's seam) are excepted, so pods of other
+      namespaces are refused; where they are not known the rule admits any address, which
+      CNIs that match pod addresses with an ``ipBlock`` (Calico) extend to pods and others
+      (Cilium) do not. Same seam and caveat as the tenant namespaces'
+      (``components.tenant_specs.network_policies``).
+
+    Readiness probes come from the pod's own node, which a NetworkPolicy always allows
+    (kubernetes.io, "Network Policies": "traffic to and from the node where a Pod is running
+    is always allowed"); the server's self-scrape goes to localhost."""
+    prometheus = {"matchLabels": _labels(PROMETHEUS)}
+    port = [{"protocol": "TCP", "port": scrape.PROMETHEUS_PORT}]
+    node_sources: dict[str, Any] = {"cidr": "0.0.0.0/0"}
+    if pod_cidrs:
+        node_sources["except"] = list(pod_cidrs)
+
+    def policy(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": _meta(name, METRICS_NAMESPACE, PROMETHEUS),
+            "spec": {**spec, "policyTypes": ["Ingress"]},
+        }
+
+    return [
+        policy("default-deny-ingress", {"podSelector": {}}),
+        policy(
+            "allow-prometheus-clients",
+            {
+                "podSelector": prometheus,
+                "ingress": [
+                    {
+                        "from": [
+                            {
+                                "namespaceSelector": {},
+                                "podSelector": {"matchLabels": _labels(AGENT)},
+                            },
+                            {"podSelector": {"matchLabels": _labels(GRAFANA)}},
+                        ],
+                        "ports": port,
+                    }
+                ],
+            },
+        ),
+        policy(
+            "allow-api-server-proxy",
+            {
+                "podSelector": prometheus,
+                "ingress": [{"from": [{"ipBlock": node_sources}], "ports": port}],
+            },
+        ),
+    ]
+
+
 def prometheus_config(
     scrape_interval: str, kamaji_namespace: str, alertmanagers: Sequence[str] = ()
 ) -> dict[str, Any]:
