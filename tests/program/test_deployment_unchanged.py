@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "2be9a5186939a9081229d2f2eb7eba1cd492e462"
+BASELINE = "129ac46a9af64449470001fd7bc5c660cb586d17"
 
 
 def _has_commit(commit: str) -> bool:
