@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from components.k8s_objects import restricted_security
-from components.metrics import rules, scrape
+from components.metrics import hami_dashboard, rules, scrape
 from components.metrics.scrape import TenantSource
 from components.versions import HAMI_DASHBOARD, PINNED
 
@@ -352,11 +353,13 @@ def grafana_dashboards(platform_dashboard: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-# Downloads HAMi's dashboard at the pinned tag and refuses any other content. Without a route to
-# it (an offline lab, docs/lab.md) Grafana starts without that one dashboard, saying so in this
-# container's log, rather than hold `pulumi up` on the Deployment until it times out.
-FETCH_SCRIPT = """\
-import hashlib, os, sys, urllib.error, urllib.request
+# Downloads HAMi's dashboard at the pinned tag, refuses any other content, and scopes it to one
+# tenant at a time (``hami_dashboard``, whose source — standard library only — precedes this).
+# Without a route to it (an offline lab, docs/lab.md) Grafana starts without that one dashboard,
+# saying so in this container's log, rather than hold `pulumi up` on the Deployment until it
+# times out.
+_FETCH_MAIN = """
+import hashlib, json, os, sys, urllib.error, urllib.request
 url, want, dest = os.environ["URL"], os.environ["SHA256"], os.environ["DEST"]
 try:
     data = urllib.request.urlopen(url, timeout=20).read()
@@ -369,9 +372,10 @@ except OSError as error:
 got = hashlib.sha256(data).hexdigest()
 if got != want:
     sys.exit(f"{url}: sha256 {got}, pinned {want}")
-with open(dest, "wb") as out:
-    out.write(data)
+with open(dest, "w") as out:
+    json.dump(scope_to_tenant(json.loads(data)), out)
 """
+FETCH_SCRIPT = Path(hami_dashboard.__file__).read_text() + _FETCH_MAIN
 
 
 def grafana_deployment(

@@ -8,6 +8,7 @@ import copy
 import functools
 import hashlib
 import http.server
+import json
 import os
 import re
 import socket
@@ -393,7 +394,10 @@ def test_the_pinned_dashboard_is_written(tmp_path: Path, served: str) -> None:
     digest = hashlib.sha256(b'{"title": "HAMi"}').hexdigest()
     done = _fetch(tmp_path, f"{served}/dashboard.json", digest)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "dashboard.json").read_bytes() == b'{"title": "HAMi"}'
+    # What HAMi published, scoped to one tenant (components.metrics.hami_dashboard).
+    written = json.loads((tmp_path / "dashboard.json").read_text())
+    assert written["title"] == "HAMi"
+    assert [v["name"] for v in written["templating"]["list"]] == ["tenant"]
 
 
 def test_other_content_or_a_missing_file_is_refused(tmp_path: Path, served: str) -> None:
