@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "129ac46a9af64449470001fd7bc5c660cb586d17"
+BASELINE = "db339069fe5744a6b033bdbf7c213ac8d809702e"
 
 
 def _has_commit(commit: str) -> bool:
