@@ -60,6 +60,7 @@ ALL = [
     *(("rule", e) for e in rules.expressions()),
     *(("dashboard", e) for e in dashboards.expressions()),
     *(("usage", e) for e in (*usage.queries("7d").values(), usage.OLDEST_SAMPLE_QUERY)),
+    *(("usage", e) for e in usage.queries("7d", "tenant-a").values()),
 ]
 
 
