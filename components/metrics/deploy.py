@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 
+from components.config import MetricsSettings, PrometheusOperatorSettings
 from components.k8s_objects import typed_object
 from components.metrics import objects
 from components.metrics.dashboards import platform_dashboard
@@ -45,6 +47,17 @@ CENTRAL_PARTS = (
 )
 
 
+# With ``metrics.prometheusOperator``: the ManagementCluster's only metrics children.
+OPERATOR_PARTS = ("metrics-ns", "metrics-operator-rule", "metrics-operator-kamaji-scrape")
+
+
+def agents_write_to(settings: MetricsSettings) -> str | None:
+    """Where every tenant's agent remote-writes: the operator's Prometheus when one is
+    configured, else None (the platform's own, ``objects.remote_write_url``)."""
+    operator = settings.prometheus_operator
+    return operator.remote_write_url if operator is not None else None
+
+
 def tenant_parts(sources: Sequence[TenantSource]) -> tuple[str, ...]:
     namespaces = sorted({source.namespace for source in sources})
     return (
@@ -68,11 +81,31 @@ def register_central(
     storage: MetricsStorage,
     pod_cidrs: Sequence[str],
     opts: Callable[[Sequence[pulumi.Resource]], pulumi.ResourceOptions],
+    operator: PrometheusOperatorSettings | None = None,
 ) -> list[pulumi.Resource]:
     """The central Prometheus and Grafana, behind the namespace's NetworkPolicies
     (``pod_cidrs``: the management cluster's pod ranges where known,
-    ``objects.network_policies``); returns the two Deployments."""
+    ``objects.network_policies``); returns the two Deployments. With ``operator``, only the
+    rules and the Kamaji scrape, as objects for the operator's Prometheus (``OPERATOR_PARTS``);
+    returns none."""
     ns = typed_object(f"{name}-metrics-ns", objects.namespace(), opts([]))
+    if operator is not None:
+        for suffix, manifest in (
+            ("rule", objects.operator_rule(operator.labels)),
+            (
+                "kamaji-scrape",
+                objects.operator_kamaji_scrape(scrape_interval, kamaji_namespace, operator.labels),
+            ),
+        ):
+            k8s.apiextensions.CustomResource(
+                f"{name}-metrics-operator-{suffix}",
+                api_version=manifest["apiVersion"],
+                kind=manifest["kind"],
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=opts([ns]),
+            )
+        return []
     for policy in objects.network_policies(pod_cidrs):
         typed_object(f"{name}-metrics-policy-{policy['metadata']['name']}", policy, opts([ns]))
     claims = [
@@ -119,6 +152,7 @@ def register_tenant(
     reader_namespace: str,
     sources: Sequence[TenantSource],
     scrape_interval: str,
+    write_to: str | None,
     in_tenant: Opts,
     on_management: Opts,
     after: Sequence[pulumi.Resource],
@@ -149,7 +183,7 @@ def register_tenant(
         data=pulumi.Output.secret(token_data.apply(_token_data)),
     )
     config_map = objects.agent_config_map(
-        tenant, management_namespace, api_server, sources, scrape_interval
+        tenant, management_namespace, api_server, sources, scrape_interval, write_to
     )
     config = typed_object(
         f"{name}-metrics-agent-config", config_map, on_management(depends_on=list(management_after))

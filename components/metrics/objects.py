@@ -482,8 +482,13 @@ def agent_config_map(
     api_server: str,
     sources: Sequence[TenantSource],
     scrape_interval: str,
+    write_to: str | None = None,
 ) -> dict[str, Any]:
-    config = scrape.agent_config(tenant, api_server, remote_write_url(), sources, scrape_interval)
+    """The agent's prometheus.yml; it remote-writes to ``write_to`` (a Prometheus the
+    Prometheus Operator runs) or, by default, to the platform's own (``remote_write_url``)."""
+    config = scrape.agent_config(
+        tenant, api_server, write_to or remote_write_url(), sources, scrape_interval
+    )
     return _config_map(AGENT, namespace, AGENT, {"prometheus.yml": _yaml(config)})
 
 
@@ -618,5 +623,75 @@ def prometheus_claim(size: str) -> dict[str, Any]:
         "spec": {
             "accessModes": ["ReadWriteOnce"],
             "resources": {"requests": {"storage": size}},
+        },
+    }
+
+
+# ------------------------------------------------- a Prometheus the Prometheus Operator runs
+
+# prometheus-operator/prometheus-operator v0.93.0: the CRDs the objects below are validated
+# against (example/prometheus-operator-crd/monitoring.coreos.com_{prometheusrules,
+# scrapeconfigs}.yaml; tests/contract/test_prometheus_operator_objects.py).
+PROMETHEUS_OPERATOR_TAG = "v0.93.0"
+OPERATOR_RULE = "gpu-platform-metering"
+OPERATOR_KAMAJI_SCRAPE = "gpu-platform-kamaji"
+
+# prometheus.yml's relabelling keys -> the operator's RelabelConfig fields.
+_RELABEL_FIELDS = {
+    "source_labels": "sourceLabels",
+    "separator": "separator",
+    "target_label": "targetLabel",
+    "regex": "regex",
+    "modulus": "modulus",
+    "replacement": "replacement",
+    "action": "action",
+}
+
+
+def _operator_meta(name: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    meta = _meta(name, METRICS_NAMESPACE, PROMETHEUS)
+    meta["labels"] = {**meta["labels"], **labels}
+    return meta
+
+
+def operator_rule(labels: Mapping[str, str]) -> dict[str, Any]:
+    """The platform's rule groups (``rules.rule_groups``: the chargeback gauges, the hourly
+    integrals, the metering alerts) as one PrometheusRule; ``labels`` are what the Prometheus'
+    ``ruleSelector`` matches. The operator writes its groups verbatim into a rule file
+    (v0.93.0 pkg/prometheus/server/rules.go) unless the Prometheus enforces a namespace label
+    (``enforcedNamespaceLabel``, rules.go:54): that would add ``namespace="<this namespace>"``
+    to every selector and select nothing, so the docs ask for this object in
+    ``excludedFromEnforcement``."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": _operator_meta(OPERATOR_RULE, labels),
+        "spec": {"groups": rules.rule_groups()["groups"]},
+    }
+
+
+def operator_kamaji_scrape(
+    scrape_interval: str, kamaji_namespace: str, labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """The central server's Kamaji job (``scrape.central_config``) as a ScrapeConfig, with the
+    same job name (``jobName``: the operator relabels ``job`` to it, v0.93.0
+    pkg/prometheus/promcfg.go:3453-3474; otherwise it would be ``scrapeConfig/<ns>/<name>``),
+    targets, labels and metric relabelling (``tcp_name`` -> ``tenant``)."""
+    config = scrape.central_config(scrape_interval, kamaji_namespace)
+    job = next(j for j in config["scrape_configs"] if j["job_name"] == "kamaji")
+    static = job["static_configs"][0]
+    return {
+        "apiVersion": "monitoring.coreos.com/v1alpha1",
+        "kind": "ScrapeConfig",
+        "metadata": _operator_meta(OPERATOR_KAMAJI_SCRAPE, labels),
+        "spec": {
+            "jobName": job["job_name"],
+            "honorLabels": job["honor_labels"],
+            "scrapeInterval": scrape_interval,
+            "staticConfigs": [{"targets": static["targets"], "labels": static["labels"]}],
+            "metricRelabelings": [
+                {_RELABEL_FIELDS[key]: value for key, value in relabel.items()}
+                for relabel in job["metric_relabel_configs"]
+            ],
         },
     }

@@ -165,3 +165,36 @@ def test_a_changed_scrape_interval_on_a_running_stack_rolls_every_prometheus(
         assert steps[f"{name}-config"] == "update", name
     assert steps["management-metrics-grafana"] == "same"
     assert [name for name, step in steps.items() if step == "replace"] == []
+
+
+OPERATOR_URL = "http://prometheus-operated.monitoring.svc:9090/api/v1/write"
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_with_a_prometheus_operator_only_its_objects_are_registered(stack: str) -> None:
+    config = _config(
+        stack, prometheusOperator={"remoteWriteUrl": OPERATOR_URL, "labels": {"release": "kps"}}
+    )
+    recording = evaluate(stack, False, config=config)
+    assert recording.error is None, recording.error
+    central = {
+        r.name
+        for r in recording.resources
+        if r.name.startswith("management-metrics") and not r.name.endswith("-ns")
+    }
+    assert central == {
+        "management-metrics-operator-rule",
+        "management-metrics-operator-kamaji-scrape",
+    }
+    rule = recording.named("management-metrics-operator-rule")
+    assert (rule.inputs["apiVersion"], rule.inputs["kind"]) == (
+        "monitoring.coreos.com/v1",
+        "PrometheusRule",
+    )
+    assert _metadata(rule)["labels"]["release"] == "kps"
+    scrape = recording.named("management-metrics-operator-kamaji-scrape")
+    assert scrape.inputs["kind"] == "ScrapeConfig"
+    for tenant in _tenants(stack):
+        agent_config = recording.named(f"{tenant}-metrics-agent-config")
+        prometheus_yml = yaml.safe_load(agent_config.inputs["data"]["prometheus.yml"])
+        assert [w["url"] for w in prometheus_yml["remote_write"]] == [OPERATOR_URL]

@@ -417,3 +417,40 @@ def test_offline_grafana_starts_without_the_dashboard(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "starts without HAMi's dashboard" in done.stderr
     assert not (tmp_path / "dashboard.json").exists()
+
+
+# ------------------------------------------- metrics.prometheusOperator (the CRDs: tests/contract)
+
+
+def test_the_operator_rule_carries_the_platforms_rule_groups_unchanged() -> None:
+    rule = objects.operator_rule({"release": "kps"})
+    assert rule["spec"]["groups"] == rules.rule_groups()["groups"]
+    assert rule["metadata"]["namespace"] == objects.METRICS_NAMESPACE
+    assert rule["metadata"]["labels"]["release"] == "kps"
+
+
+def test_the_operator_scrape_is_the_central_servers_kamaji_job() -> None:
+    central = yaml.safe_load(CENTRAL_CONFIG["data"]["prometheus.yml"])
+    kamaji = next(j for j in central["scrape_configs"] if j["job_name"] == "kamaji")
+    scrape_config = objects.operator_kamaji_scrape("30s", "kamaji-system", {})["spec"]
+    assert scrape_config["jobName"] == "kamaji"  # not scrapeConfig/<ns>/<name>
+    assert scrape_config["honorLabels"] is False
+    assert scrape_config["scrapeInterval"] == "30s"
+    assert scrape_config["staticConfigs"] == kamaji["static_configs"]
+    assert scrape_config["metricRelabelings"] == [
+        {
+            "sourceLabels": ["tcp_name"],
+            "regex": "(.+)",
+            "targetLabel": "tenant",
+            "replacement": "${1}",
+        }
+    ]
+
+
+def test_agents_write_to_the_operators_prometheus_when_one_is_named() -> None:
+    url = "http://prometheus-operated.monitoring.svc:9090/api/v1/write"
+    config_map = objects.agent_config_map("tenant-a", "tenant-a", API, SOURCES, "30s", url)
+    [remote] = yaml.safe_load(config_map["data"]["prometheus.yml"])["remote_write"]
+    assert remote["url"] == url
+    [default] = yaml.safe_load(AGENT_CONFIG["data"]["prometheus.yml"])["remote_write"]
+    assert default["url"] == objects.remote_write_url()
