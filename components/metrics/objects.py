@@ -186,7 +186,11 @@ def network_policies(pod_cidrs: Sequence[str] = ()) -> list[dict[str, Any]]:
       namespaces are refused; where they are not known the rule admits any address, which
       CNIs that match pod addresses with an ``ipBlock`` (Calico) extend to pods and others
       (Cilium) do not. Same seam and caveat as the tenant namespaces'
-      (``components.tenant_specs.network_policies``).
+      (``components.tenant_specs.network_policies``). On the lab's single kind node the API
+      server's packets to a local pod leave from the ptp gateway, inside the pod range, and are
+      admitted only because kindnet's kube-network-policies accepts what the node's root
+      processes send before evaluating any policy (v1.1.1 pkg/dataplane/controller.go:630-633;
+      docs/metrics.md).
 
     Readiness probes come from the pod's own node, which a NetworkPolicy always allows
     (kubernetes.io, "Network Policies": "traffic to and from the node where a Pod is running
