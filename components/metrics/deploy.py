@@ -47,10 +47,6 @@ CENTRAL_PARTS = (
 )
 
 
-# With ``metrics.prometheusOperator``: the ManagementCluster's only metrics children.
-OPERATOR_PARTS = ("metrics-ns", "metrics-operator-rule", "metrics-operator-kamaji-scrape")
-
-
 def agents_write_to(settings: MetricsSettings) -> str | None:
     """Where every tenant's agent remote-writes: the operator's Prometheus when one is
     configured, else None (the platform's own, ``objects.remote_write_url``)."""
@@ -86,8 +82,7 @@ def register_central(
     """The central Prometheus and Grafana, behind the namespace's NetworkPolicies
     (``pod_cidrs``: the management cluster's pod ranges where known,
     ``objects.network_policies``); returns the two Deployments. With ``operator``, only the
-    rules and the Kamaji scrape, as objects for the operator's Prometheus (``OPERATOR_PARTS``);
-    returns none."""
+    rules and the Kamaji scrape, as objects for the operator's Prometheus; returns none."""
     ns = typed_object(f"{name}-metrics-ns", objects.namespace(), opts([]))
     if operator is not None:
         for suffix, manifest in (
