@@ -214,10 +214,10 @@ dashboards: venv ## HAMi's published dashboard at the pinned tag, checked, in th
 WINDOW ?= 7d
 FORMAT ?= table
 .PHONY: usage
-usage: venv $(STACK_READY) ## Per-tenant GPU usage (allocated, used, efficiency) over WINDOW=7d from STACK's metrics (FORMAT=table|csv|json, OUTPUT=file)
+usage: venv $(STACK_READY) ## Per-tenant GPU usage (allocated, used, efficiency) over WINDOW=7d from STACK's metrics (FORMAT=table|csv|json, OUTPUT=file, TENANT=one tenant)
 	@$(PULUMI) stack output --stack $(STACK) --show-secrets managementKubeconfig \
 	  | $(BIN)/python scripts/usage.py --kubeconfig-stdin --window $(WINDOW) --format $(FORMAT) \
-	    $(if $(OUTPUT),--output $(OUTPUT))
+	    $(if $(OUTPUT),--output $(OUTPUT)) $(if $(TENANT),--tenant $(TENANT))
 
 # Backups (docs/backups.md): a Job from the tenant's own CronJob in the management cluster.
 TENANT ?=

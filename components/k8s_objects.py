@@ -28,6 +28,7 @@ _KINDS: Mapping[str, tuple[Callable[..., Any], tuple[tuple[str, str], ...]]] = M
         "Secret": (k8s.core.v1.Secret, (("type", "type"), ("data", "data"))),
         "Service": (k8s.core.v1.Service, (("spec", "spec"),)),
         "PersistentVolumeClaim": (k8s.core.v1.PersistentVolumeClaim, (("spec", "spec"),)),
+        "NetworkPolicy": (k8s.networking.v1.NetworkPolicy, (("spec", "spec"),)),
         "ClusterRole": (k8s.rbac.v1.ClusterRole, (("rules", "rules"),)),
         "Role": (k8s.rbac.v1.Role, (("rules", "rules"),)),
         "ClusterRoleBinding": (

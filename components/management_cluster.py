@@ -158,7 +158,9 @@ class ManagementCluster(pulumi.ComponentResource):
                 alertmanagers=platform.metrics.alertmanagers,
                 kamaji_namespace=KAMAJI_NAMESPACE,
                 storage=substrate.metrics_storage(platform),
+                pod_cidrs=substrate.blocked_pod_cidrs(platform),
                 opts=site.k8s_opts,
+                operator=platform.metrics.prometheus_operator,
             )
         self.default_datastore = (
             pulumi.Output.from_input(DEFAULT_DATASTORE) if default_etcd is not None else None

@@ -7,7 +7,7 @@ cluster's API server service proxy, with ``kubectl get --raw`` (the kubeconfig i
 private temporary file and removed; it is never printed).
 
 Usage: ``python scripts/usage.py (--prometheus URL | --kubeconfig-stdin) [--window 7d]
-[--end 2026-12-01T00:00:00Z] [--format table|csv|json] [--output FILE]``
+[--tenant NAME] [--end 2026-12-01T00:00:00Z] [--format table|csv|json] [--output FILE]``
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace, query: Query, end: datetime) -> int:
     warning = usage.coverage_warning(args.window, end, usage.oldest_sample(query))
     if warning is not None:
         print(warning, file=sys.stderr)
-    rows = usage.report(args.window, query)
+    rows = usage.report(args.window, query, args.tenant)
     text = render(rows, args.format, args.window, end)
     if args.output:
         Path(args.output).write_text(text)
@@ -112,12 +112,14 @@ def main(argv: list[str]) -> int:
         "--kubeconfig-stdin", action="store_true", help="the management kubeconfig on stdin"
     )
     parser.add_argument("--window", default="7d", help="e.g. 24h, 7d, 4w (default 7d)")
+    parser.add_argument("--tenant", help="one tenant's usage only (every query selects it)")
     parser.add_argument("--end", help="the window's end, UTC (default: now)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument("--output", help="write here instead of stdout")
     args = parser.parse_args(argv)
     try:
         usage.window_seconds(args.window)
+        usage.checked_tenant(args.tenant)
         end = parse_end(args.end)
         if args.prometheus:
             return run(args, http_query(args.prometheus, end), end)

@@ -41,7 +41,7 @@ from components.config.management import (
     ProviderFetch,
     ProviderFetchSources,
 )
-from components.config.metrics import MetricsSettings
+from components.config.metrics import MetricsSettings, PrometheusOperatorSettings
 from components.config.platform import GpuDriver, HamiSettings, PlatformConfig, platform_problems
 from components.config.pools import (
     CardSpec,
@@ -99,6 +99,7 @@ __all__ = [
     "ManagementNamespace",
     "MetricsSettings",
     "PlatformConfig",
+    "PrometheusOperatorSettings",
     "ProviderFetch",
     "ProviderFetchSources",
     "RollingUpdate",

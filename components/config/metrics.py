@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from components.config.base import STORAGE_QUANTITY, _matching, _Model
+from components.config.base import STORAGE_QUANTITY, _labels, _matching, _Model
 
 # A Prometheus duration (prometheus/common model.ParseDuration): whole units, largest first.
 PROMETHEUS_DURATION = re.compile(r"^(?=\d)(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?$")
@@ -14,6 +14,41 @@ PROMETHEUS_DURATION = re.compile(r"^(?=\d)(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d
 
 # An Alertmanager's base URL: scheme, host[:port], an optional path prefix; no query, no user.
 ALERTMANAGER_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?$")
+
+
+# A Prometheus remote-write receiver's URL: scheme, host[:port], a path; no query, no user.
+REMOTE_WRITE_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?/[A-Za-z0-9._~/-]*$")
+
+
+class PrometheusOperatorSettings(_Model):
+    """A Prometheus the Prometheus Operator already runs in the management cluster receives the
+    tenants' samples and evaluates the platform's rules, instead of the platform's own server."""
+
+    remote_write_url: str = Field(
+        description="where every tenant's agent remote-writes: the operator's Prometheus with "
+        "enableRemoteWriteReceiver (one replica, or one replica's own address), e.g. "
+        "http://prometheus-operated.monitoring.svc:9090/api/v1/write"
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="labels on the PrometheusRule and ScrapeConfig, so that the Prometheus' "
+        "ruleSelector and scrapeConfigSelector pick them (e.g. release: kube-prometheus-stack)",
+    )
+
+    @field_validator("remote_write_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _matching(
+            value,
+            REMOTE_WRITE_URL,
+            "a remote-write URL",
+            "http://prometheus-operated.monitoring.svc:9090/api/v1/write",
+        )
+
+    @field_validator("labels")
+    @classmethod
+    def _label_map(cls, value: dict[str, str]) -> dict[str, str]:
+        return _labels(value)
 
 
 class MetricsSettings(_Model):
@@ -40,6 +75,20 @@ class MetricsSettings(_Model):
         default="20Gi",
         description="prod: the central Prometheus' PersistentVolumeClaim (the lab uses emptyDir)",
     )
+    prometheus_operator: PrometheusOperatorSettings | None = Field(
+        default=None,
+        description="use a Prometheus the Prometheus Operator runs: emit a PrometheusRule and a "
+        "ScrapeConfig for it instead of the platform's Prometheus and Grafana",
+    )
+
+    @model_validator(mode="after")
+    def _operator_owns_alerting(self) -> MetricsSettings:
+        if self.prometheus_operator is not None and self.alertmanagers:
+            raise ValueError(
+                "alertmanagers: with prometheusOperator the operator's Prometheus sends the "
+                "alerts to its own Alertmanagers; remove metrics.alertmanagers"
+            )
+        return self
 
     @field_validator("retention", "scrape_interval")
     @classmethod

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 
+from components.config import MetricsSettings, PrometheusOperatorSettings
 from components.k8s_objects import typed_object
 from components.metrics import objects
 from components.metrics.dashboards import platform_dashboard
@@ -32,6 +34,9 @@ class MetricsStorage:
 # The suffixes of the ManagementCluster's children, and of a GpuTenant's (name_plan).
 CENTRAL_PARTS = (
     "metrics-ns",
+    "metrics-policy-default-deny-ingress",
+    "metrics-policy-allow-prometheus-clients",
+    "metrics-policy-allow-api-server-proxy",
     "metrics-prometheus-config",
     "metrics-prometheus",
     "metrics-prometheus-service",
@@ -40,6 +45,13 @@ CENTRAL_PARTS = (
     "metrics-grafana",
     "metrics-grafana-service",
 )
+
+
+def agents_write_to(settings: MetricsSettings) -> str | None:
+    """Where every tenant's agent remote-writes: the operator's Prometheus when one is
+    configured, else None (the platform's own, ``objects.remote_write_url``)."""
+    operator = settings.prometheus_operator
+    return operator.remote_write_url if operator is not None else None
 
 
 def tenant_parts(sources: Sequence[TenantSource]) -> tuple[str, ...]:
@@ -63,10 +75,34 @@ def register_central(
     alertmanagers: Sequence[str],
     kamaji_namespace: str,
     storage: MetricsStorage,
+    pod_cidrs: Sequence[str],
     opts: Callable[[Sequence[pulumi.Resource]], pulumi.ResourceOptions],
+    operator: PrometheusOperatorSettings | None = None,
 ) -> list[pulumi.Resource]:
-    """The central Prometheus and Grafana; returns the two Deployments."""
+    """The central Prometheus and Grafana, behind the namespace's NetworkPolicies
+    (``pod_cidrs``: the management cluster's pod ranges where known,
+    ``objects.network_policies``); returns the two Deployments. With ``operator``, only the
+    rules and the Kamaji scrape, as objects for the operator's Prometheus; returns none."""
     ns = typed_object(f"{name}-metrics-ns", objects.namespace(), opts([]))
+    if operator is not None:
+        for suffix, manifest in (
+            ("rule", objects.operator_rule(operator.labels)),
+            (
+                "kamaji-scrape",
+                objects.operator_kamaji_scrape(scrape_interval, kamaji_namespace, operator.labels),
+            ),
+        ):
+            k8s.apiextensions.CustomResource(
+                f"{name}-metrics-operator-{suffix}",
+                api_version=manifest["apiVersion"],
+                kind=manifest["kind"],
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=opts([ns]),
+            )
+        return []
+    for policy in objects.network_policies(pod_cidrs):
+        typed_object(f"{name}-metrics-policy-{policy['metadata']['name']}", policy, opts([ns]))
     claims = [
         typed_object(f"{name}-metrics-{claim['metadata']['name']}", claim, opts([ns]))
         for claim in storage.claims
@@ -111,6 +147,7 @@ def register_tenant(
     reader_namespace: str,
     sources: Sequence[TenantSource],
     scrape_interval: str,
+    write_to: str | None,
     in_tenant: Opts,
     on_management: Opts,
     after: Sequence[pulumi.Resource],
@@ -141,7 +178,7 @@ def register_tenant(
         data=pulumi.Output.secret(token_data.apply(_token_data)),
     )
     config_map = objects.agent_config_map(
-        tenant, management_namespace, api_server, sources, scrape_interval
+        tenant, management_namespace, api_server, sources, scrape_interval, write_to
     )
     config = typed_object(
         f"{name}-metrics-agent-config", config_map, on_management(depends_on=list(management_after))

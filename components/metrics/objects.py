@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from components.k8s_objects import restricted_security
-from components.metrics import rules, scrape
+from components.metrics import hami_dashboard, rules, scrape
 from components.metrics.scrape import TenantSource
 from components.versions import HAMI_DASHBOARD, PINNED
 
@@ -168,6 +169,76 @@ def namespace() -> dict[str, Any]:
     }
 
 
+def network_policies(pod_cidrs: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Ingress of the metrics namespace: nothing but what the stack itself needs.
+
+    * ``default-deny-ingress``: every pod here (Grafana's 3000 included: it is reached with
+      ``kubectl port-forward``, which enters the pod's own network namespace and is not subject
+      to NetworkPolicy);
+    * ``allow-prometheus-clients``: the central Prometheus' port from the tenants' agents (any
+      namespace: a tenant's management namespace may be adopted, and unlabelled) and from
+      Grafana;
+    * ``allow-api-server-proxy``: the same port from outside the pod network, for the
+      management API server's service proxy (``make usage``, TC-18). The API server dials the
+      Service's endpoint — the pod's own address — from its host, so the connection comes from
+      a node address, which no pod or namespace selector matches. ``pod_cidrs`` (the management
+      cluster's pod ranges, where known: the substrate's seam) are excepted, so pods of other
+      namespaces are refused; where they are not known the rule admits any address, which
+      CNIs that match pod addresses with an ``ipBlock`` (Calico) extend to pods and others
+      (Cilium) do not. Same seam and caveat as the tenant namespaces'
+      (``components.tenant_specs.network_policies``). On the lab's single kind node the API
+      server's packets to a local pod leave from the ptp gateway, inside the pod range, and are
+      admitted only because kindnet's kube-network-policies accepts what the node's root
+      processes send before evaluating any policy (v1.1.1 pkg/dataplane/controller.go:630-633;
+      docs/metrics.md).
+
+    Readiness probes come from the pod's own node, which a NetworkPolicy always allows
+    (kubernetes.io, "Network Policies": "traffic to and from the node where a Pod is running
+    is always allowed"); the server's self-scrape goes to localhost."""
+    prometheus = {"matchLabels": _labels(PROMETHEUS)}
+    port = [{"protocol": "TCP", "port": scrape.PROMETHEUS_PORT}]
+    node_sources: dict[str, Any] = {"cidr": "0.0.0.0/0"}
+    if pod_cidrs:
+        node_sources["except"] = list(pod_cidrs)
+
+    def policy(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": _meta(name, METRICS_NAMESPACE, PROMETHEUS),
+            "spec": {**spec, "policyTypes": ["Ingress"]},
+        }
+
+    return [
+        policy("default-deny-ingress", {"podSelector": {}}),
+        policy(
+            "allow-prometheus-clients",
+            {
+                "podSelector": prometheus,
+                "ingress": [
+                    {
+                        "from": [
+                            {
+                                "namespaceSelector": {},
+                                "podSelector": {"matchLabels": _labels(AGENT)},
+                            },
+                            {"podSelector": {"matchLabels": _labels(GRAFANA)}},
+                        ],
+                        "ports": port,
+                    }
+                ],
+            },
+        ),
+        policy(
+            "allow-api-server-proxy",
+            {
+                "podSelector": prometheus,
+                "ingress": [{"from": [{"ipBlock": node_sources}], "ports": port}],
+            },
+        ),
+    ]
+
+
 def prometheus_config(
     scrape_interval: str, kamaji_namespace: str, alertmanagers: Sequence[str] = ()
 ) -> dict[str, Any]:
@@ -286,11 +357,13 @@ def grafana_dashboards(platform_dashboard: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-# Downloads HAMi's dashboard at the pinned tag and refuses any other content. Without a route to
-# it (an offline lab, docs/lab.md) Grafana starts without that one dashboard, saying so in this
-# container's log, rather than hold `pulumi up` on the Deployment until it times out.
-FETCH_SCRIPT = """\
-import hashlib, os, sys, urllib.error, urllib.request
+# Downloads HAMi's dashboard at the pinned tag, refuses any other content, and scopes it to one
+# tenant at a time (``hami_dashboard``, whose source — standard library only — precedes this).
+# Without a route to it (an offline lab, docs/lab.md) Grafana starts without that one dashboard,
+# saying so in this container's log, rather than hold `pulumi up` on the Deployment until it
+# times out.
+_FETCH_MAIN = """
+import hashlib, json, os, sys, urllib.error, urllib.request
 url, want, dest = os.environ["URL"], os.environ["SHA256"], os.environ["DEST"]
 try:
     data = urllib.request.urlopen(url, timeout=20).read()
@@ -303,9 +376,10 @@ except OSError as error:
 got = hashlib.sha256(data).hexdigest()
 if got != want:
     sys.exit(f"{url}: sha256 {got}, pinned {want}")
-with open(dest, "wb") as out:
-    out.write(data)
+with open(dest, "w") as out:
+    json.dump(scope_to_tenant(json.loads(data)), out)
 """
+FETCH_SCRIPT = Path(hami_dashboard.__file__).read_text() + _FETCH_MAIN
 
 
 def grafana_deployment(
@@ -412,8 +486,13 @@ def agent_config_map(
     api_server: str,
     sources: Sequence[TenantSource],
     scrape_interval: str,
+    write_to: str | None = None,
 ) -> dict[str, Any]:
-    config = scrape.agent_config(tenant, api_server, remote_write_url(), sources, scrape_interval)
+    """The agent's prometheus.yml; it remote-writes to ``write_to`` (a Prometheus the
+    Prometheus Operator runs) or, by default, to the platform's own (``remote_write_url``)."""
+    config = scrape.agent_config(
+        tenant, api_server, write_to or remote_write_url(), sources, scrape_interval
+    )
     return _config_map(AGENT, namespace, AGENT, {"prometheus.yml": _yaml(config)})
 
 
@@ -548,5 +627,75 @@ def prometheus_claim(size: str) -> dict[str, Any]:
         "spec": {
             "accessModes": ["ReadWriteOnce"],
             "resources": {"requests": {"storage": size}},
+        },
+    }
+
+
+# ------------------------------------------------- a Prometheus the Prometheus Operator runs
+
+# prometheus-operator/prometheus-operator v0.93.0: the CRDs the objects below are validated
+# against (example/prometheus-operator-crd/monitoring.coreos.com_{prometheusrules,
+# scrapeconfigs}.yaml; tests/contract/test_prometheus_operator_objects.py).
+PROMETHEUS_OPERATOR_TAG = "v0.93.0"
+OPERATOR_RULE = "gpu-platform-metering"
+OPERATOR_KAMAJI_SCRAPE = "gpu-platform-kamaji"
+
+# prometheus.yml's relabelling keys -> the operator's RelabelConfig fields.
+_RELABEL_FIELDS = {
+    "source_labels": "sourceLabels",
+    "separator": "separator",
+    "target_label": "targetLabel",
+    "regex": "regex",
+    "modulus": "modulus",
+    "replacement": "replacement",
+    "action": "action",
+}
+
+
+def _operator_meta(name: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    meta = _meta(name, METRICS_NAMESPACE, PROMETHEUS)
+    meta["labels"] = {**meta["labels"], **labels}
+    return meta
+
+
+def operator_rule(labels: Mapping[str, str]) -> dict[str, Any]:
+    """The platform's rule groups (``rules.rule_groups``: the chargeback gauges, the hourly
+    integrals, the metering alerts) as one PrometheusRule; ``labels`` are what the Prometheus'
+    ``ruleSelector`` matches. The operator writes its groups verbatim into a rule file
+    (v0.93.0 pkg/prometheus/server/rules.go) unless the Prometheus enforces a namespace label
+    (``enforcedNamespaceLabel``, rules.go:54): that would add ``namespace="<this namespace>"``
+    to every selector and select nothing, so the docs ask for this object in
+    ``excludedFromEnforcement``."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": _operator_meta(OPERATOR_RULE, labels),
+        "spec": {"groups": rules.rule_groups()["groups"]},
+    }
+
+
+def operator_kamaji_scrape(
+    scrape_interval: str, kamaji_namespace: str, labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """The central server's Kamaji job (``scrape.central_config``) as a ScrapeConfig, with the
+    same job name (``jobName``: the operator relabels ``job`` to it, v0.93.0
+    pkg/prometheus/promcfg.go:3453-3474; otherwise it would be ``scrapeConfig/<ns>/<name>``),
+    targets, labels and metric relabelling (``tcp_name`` -> ``tenant``)."""
+    config = scrape.central_config(scrape_interval, kamaji_namespace)
+    job = next(j for j in config["scrape_configs"] if j["job_name"] == "kamaji")
+    static = job["static_configs"][0]
+    return {
+        "apiVersion": "monitoring.coreos.com/v1alpha1",
+        "kind": "ScrapeConfig",
+        "metadata": _operator_meta(OPERATOR_KAMAJI_SCRAPE, labels),
+        "spec": {
+            "jobName": job["job_name"],
+            "honorLabels": job["honor_labels"],
+            "scrapeInterval": scrape_interval,
+            "staticConfigs": [{"targets": static["targets"], "labels": static["labels"]}],
+            "metricRelabelings": [
+                {_RELABEL_FIELDS[key]: value for key, value in relabel.items()}
+                for relabel in job["metric_relabel_configs"]
+            ],
         },
     }

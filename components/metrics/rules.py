@@ -113,9 +113,11 @@ def hours_name(gauge: str) -> str:
 CHARGED = (MEMORY_ALLOCATED, MEMORY_USED, CORES_ALLOCATED, CORES_USED)
 
 
-def integral(gauge: str, window: str) -> str:
-    """PromQL for ``gauge`` integrated over ``window`` (GiB-hours or card-hours)."""
-    return f"sum_over_time({gauge}{RECORDED_ONLY}[{window}]) * {RULE_INTERVAL_SECONDS} / 3600"
+def integral(gauge: str, window: str, tenant: str | None = None) -> str:
+    """PromQL for ``gauge`` integrated over ``window`` (GiB-hours or card-hours); with
+    ``tenant``, that tenant's series only (a name the caller has checked: usage.TENANT_NAME)."""
+    selector = RECORDED_ONLY if tenant is None else f'{RECORDED_ONLY[:-1]}, tenant="{tenant}"}}'
+    return f"sum_over_time({gauge}{selector}[{window}]) * {RULE_INTERVAL_SECONDS} / 3600"
 
 
 HOURLY: tuple[tuple[str, str], ...] = tuple((hours_name(g), integral(g, "1h")) for g in CHARGED)

@@ -49,17 +49,32 @@ def window_seconds(window: str) -> int:
     return int(match.group(1)) * _SECONDS[match.group(2)]
 
 
-def queries(window: str) -> dict[str, str]:
-    """quantity -> the instant query that integrates it over ``window`` ending at query time."""
+# A tenant's name as the platform's configuration allows it (a DNS label): nothing that could
+# end the PromQL string it is put in.
+TENANT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def checked_tenant(tenant: str | None) -> str | None:
+    if tenant is not None and not TENANT_NAME.match(tenant):
+        raise UsageError(f"tenant {tenant!r}: write a tenant's name, e.g. tenant-a")
+    return tenant
+
+
+def queries(window: str, tenant: str | None = None) -> dict[str, str]:
+    """quantity -> the instant query that integrates it over ``window`` ending at query time;
+    with ``tenant``, every query selects that tenant's series only, so its report cannot hold
+    another tenant's numbers."""
     seconds = window_seconds(window)
+    scope = checked_tenant(tenant)
     return {
-        quantity: f"sum by (tenant) ({rules.integral(gauge, f'{seconds}s')})"
+        quantity: f"sum by (tenant) ({rules.integral(gauge, f'{seconds}s', scope)})"
         for quantity, gauge in QUANTITIES.items()
     }
 
 
-def vector(response: Mapping[str, Any]) -> dict[str, float]:
-    """tenant -> value of an instant-query response (``/api/v1/query``)."""
+def vector(response: Mapping[str, Any], tenant: str | None = None) -> dict[str, float]:
+    """tenant -> value of an instant-query response (``/api/v1/query``); with ``tenant``, a
+    sample of any other tenant is an error (the query selected one tenant)."""
     if response.get("status") != "success":
         raise UsageError(f"Prometheus answered {response.get('status')!r}: {response.get('error')}")
     data = response.get("data") or {}
@@ -67,10 +82,12 @@ def vector(response: Mapping[str, Any]) -> dict[str, float]:
         raise UsageError(f"expected a vector, got {data.get('resultType')!r}")
     result: dict[str, float] = {}
     for sample in data.get("result", []):
-        tenant = sample.get("metric", {}).get("tenant")
-        if not tenant:
+        name = sample.get("metric", {}).get("tenant")
+        if not name:
             raise UsageError(f"a sample without a tenant label: {sample.get('metric')}")
-        result[tenant] = float(sample["value"][1])
+        if tenant is not None and name != tenant:
+            raise UsageError(f"a report for {tenant} received a sample of {name}")
+        result[name] = float(sample["value"][1])
     return result
 
 
@@ -127,9 +144,14 @@ def _efficiency(used: float, allocated: float) -> float | None:
     return used / allocated if allocated > 0 else None
 
 
-def report(window: str, query: Callable[[str], Mapping[str, Any]]) -> list[TenantUsage]:
-    """One row per tenant that had anything allocated or used in the window, by name."""
-    values = {quantity: vector(query(expr)) for quantity, expr in queries(window).items()}
+def report(
+    window: str, query: Callable[[str], Mapping[str, Any]], tenant: str | None = None
+) -> list[TenantUsage]:
+    """One row per tenant that had anything allocated or used in the window, by name; with
+    ``tenant``, that tenant's row only (none when it used nothing)."""
+    values = {
+        quantity: vector(query(expr), tenant) for quantity, expr in queries(window, tenant).items()
+    }
     tenants = sorted({tenant for per_tenant in values.values() for tenant in per_tenant})
 
     def value(quantity: str, tenant: str) -> float:

@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "2be9a5186939a9081229d2f2eb7eba1cd492e462"
+BASELINE = "db339069fe5744a6b033bdbf7c213ac8d809702e"
 
 
 def _has_commit(commit: str) -> bool:

@@ -61,6 +61,29 @@ def test_the_management_cluster_runs_the_central_prometheus_and_grafana(stack: s
         assert recording.component_of(reg, ":ManagementCluster") is not None
 
 
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_the_metrics_namespace_is_closed_but_to_agents_grafana_and_the_proxy(stack: str) -> None:
+    recording = _evaluated(stack)
+    policies = {
+        _metadata(r)["name"]: r
+        for r in recording.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if _metadata(r)["namespace"] == objects.METRICS_NAMESPACE
+    }
+    assert set(policies) == {
+        "default-deny-ingress",
+        "allow-prometheus-clients",
+        "allow-api-server-proxy",
+    }
+    assert policies["default-deny-ingress"].inputs["spec"]["podSelector"] == {}
+    proxy = policies["allow-api-server-proxy"].inputs["spec"]["ingress"][0]["from"][0]["ipBlock"]
+    # The lab knows its pods' range (management.kind.podSubnet) and refuses it; prod does not.
+    pod_subnet = load_stack_config("lab")[CONFIG_KEY].get("management", {}).get("kind", {})
+    if stack == "lab":
+        assert proxy["except"] == [pod_subnet.get("podSubnet", "10.244.0.0/16")]
+    else:
+        assert "except" not in proxy
+
+
 def test_prod_keeps_samples_on_a_claim_and_the_lab_in_an_empty_dir() -> None:
     def data_volume(recording: Recording) -> dict[str, Any]:
         spec = recording.named("management-metrics-prometheus").inputs["spec"]
@@ -142,3 +165,36 @@ def test_a_changed_scrape_interval_on_a_running_stack_rolls_every_prometheus(
         assert steps[f"{name}-config"] == "update", name
     assert steps["management-metrics-grafana"] == "same"
     assert [name for name, step in steps.items() if step == "replace"] == []
+
+
+OPERATOR_URL = "http://prometheus-operated.monitoring.svc:9090/api/v1/write"
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_with_a_prometheus_operator_only_its_objects_are_registered(stack: str) -> None:
+    config = _config(
+        stack, prometheusOperator={"remoteWriteUrl": OPERATOR_URL, "labels": {"release": "kps"}}
+    )
+    recording = evaluate(stack, False, config=config)
+    assert recording.error is None, recording.error
+    central = {
+        r.name
+        for r in recording.resources
+        if r.name.startswith("management-metrics") and not r.name.endswith("-ns")
+    }
+    assert central == {
+        "management-metrics-operator-rule",
+        "management-metrics-operator-kamaji-scrape",
+    }
+    rule = recording.named("management-metrics-operator-rule")
+    assert (rule.inputs["apiVersion"], rule.inputs["kind"]) == (
+        "monitoring.coreos.com/v1",
+        "PrometheusRule",
+    )
+    assert _metadata(rule)["labels"]["release"] == "kps"
+    scrape = recording.named("management-metrics-operator-kamaji-scrape")
+    assert scrape.inputs["kind"] == "ScrapeConfig"
+    for tenant in _tenants(stack):
+        agent_config = recording.named(f"{tenant}-metrics-agent-config")
+        prometheus_yml = yaml.safe_load(agent_config.inputs["data"]["prometheus.yml"])
+        assert [w["url"] for w in prometheus_yml["remote_write"]] == [OPERATOR_URL]

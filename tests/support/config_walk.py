@@ -104,6 +104,12 @@ def rich_base(stack: str) -> dict[str, Any]:
         pool = vision["workerPools"][0]
         pool["deviceMode"] = "nvidia"
         pool["machine"]["healthCheck"].update(unhealthyAfter="300s", maxUnhealthy="40%")
+        raw["metrics"] = {
+            "prometheusOperator": {
+                "remoteWriteUrl": "http://prometheus-operated.monitoring.svc:9090/api/v1/write",
+                "labels": {"release": "kube-prometheus-stack"},
+            }
+        }
     return raw
 
 

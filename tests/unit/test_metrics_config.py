@@ -53,3 +53,39 @@ def test_a_bad_value_names_its_key(key: str, value: Any, fragment: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_platform(_raw(**{key: value}))
     assert fragment in str(caught.value)
+
+
+OPERATOR = {"remoteWriteUrl": "http://prometheus-operated.monitoring.svc:9090/api/v1/write"}
+
+
+def test_a_prometheus_operator_is_configured_by_its_remote_write_url_and_selector_labels() -> None:
+    settings = parse_platform(
+        _raw(prometheusOperator={**OPERATOR, "labels": {"release": "kube-prometheus-stack"}})
+    ).metrics.prometheus_operator
+    assert settings is not None
+    assert settings.remote_write_url == OPERATOR["remoteWriteUrl"]
+    assert settings.labels == {"release": "kube-prometheus-stack"}
+    assert parse_platform(_raw()).metrics.prometheus_operator is None
+
+
+@pytest.mark.parametrize(
+    ("operator", "extra", "fragment"),
+    [
+        ({"remoteWriteUrl": "prometheus:9090"}, {}, "metrics.prometheusOperator.remoteWriteUrl"),
+        ({}, {}, "metrics.prometheusOperator.remoteWriteUrl"),
+        ({**OPERATOR, "ruleSelector": {}}, {}, "metrics.prometheusOperator.ruleSelector"),
+        ({**OPERATOR, "labels": {"a b": "c"}}, {}, "metrics.prometheusOperator.labels"),
+        (OPERATOR, {"alertmanagers": ["http://am:9093"]}, "remove metrics.alertmanagers"),
+    ],
+)
+def test_a_bad_operator_setting_is_one_line_naming_its_key(
+    operator: dict[str, Any], extra: dict[str, Any], fragment: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_platform(_raw(prometheusOperator=operator, **extra))
+    message = str(caught.value)
+    # One problem, on one line (the missing-key form puts it below the heading and adds an
+    # indented example).
+    lines = [line for line in message.splitlines() if not line.startswith("    ")]
+    assert len(lines) <= 2, message
+    assert fragment in lines[-1]

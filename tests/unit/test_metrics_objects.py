@@ -8,6 +8,7 @@ import copy
 import functools
 import hashlib
 import http.server
+import json
 import os
 import re
 import socket
@@ -48,6 +49,8 @@ def _agent(namespace: str = "tenant-a") -> dict[str, Any]:
 def _central() -> list[dict[str, Any]]:
     return [
         objects.namespace(),
+        *objects.network_policies(["10.244.0.0/16"]),
+        *objects.network_policies(),
         CENTRAL_CONFIG,
         objects.prometheus_deployment("15d", {"emptyDir": {"sizeLimit": "2Gi"}}, CENTRAL_CONFIG),
         objects.prometheus_service(),
@@ -218,6 +221,90 @@ def test_the_central_prometheus_receives_remote_writes_and_evaluates_the_rules()
     assert kamaji["metric_relabel_configs"][0]["source_labels"] == ["tcp_name"]
 
 
+# --------------------------------------------------------------- who reaches what (point 7)
+
+POD_CIDR = "10.244.0.0/16"
+_AGENT_POD = objects._labels(objects.AGENT)
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    assert set(selector) <= {"matchLabels"}, selector  # the only form these policies use
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def _admits(
+    policies: list[dict[str, Any]],
+    target: dict[str, str],
+    port: int,
+    source: dict[str, Any],
+) -> bool:
+    """Whether ``policies`` (NetworkPolicy ingress semantics) let ``source`` reach the pod
+    labelled ``target`` in the metrics namespace on ``port``. ``source``: ``namespace`` and
+    ``labels`` of a pod (with its ``ip`` in the pod CIDR), or only an ``ip`` (a node)."""
+    import ipaddress
+
+    selecting = [p["spec"] for p in policies if _selects(p["spec"]["podSelector"], target)]
+    assert selecting, "a pod no policy selects is not isolated"
+    for spec in selecting:
+        for rule in spec.get("ingress", []):
+            if rule.get("ports") and port not in [p["port"] for p in rule["ports"]]:
+                continue
+            for peer in rule.get("from", []):
+                if "ipBlock" in peer:
+                    block = peer["ipBlock"]
+                    ip = ipaddress.ip_address(source["ip"])
+                    if ip in ipaddress.ip_network(block["cidr"]) and not any(
+                        ip in ipaddress.ip_network(cidr) for cidr in block.get("except", [])
+                    ):
+                        return True
+                    continue
+                if "labels" not in source:
+                    continue  # a node is never matched by a pod or namespace selector
+                if "namespaceSelector" in peer:
+                    ns_ok = _selects(
+                        peer["namespaceSelector"],
+                        {"kubernetes.io/metadata.name": source["namespace"]},
+                    )
+                else:
+                    ns_ok = source["namespace"] == objects.METRICS_NAMESPACE
+                if ns_ok and _selects(peer.get("podSelector", {}), source["labels"]):
+                    return True
+    return False
+
+
+def test_the_metrics_namespace_admits_only_agents_grafana_and_the_api_servers_proxy() -> None:
+    policies = objects.network_policies([POD_CIDR])
+    prometheus = objects._labels(objects.PROMETHEUS)
+    grafana = objects._labels(objects.GRAFANA)
+    port = scrape.PROMETHEUS_PORT
+    agent = {"namespace": "tenant-a", "labels": _AGENT_POD, "ip": "10.244.1.7"}
+    grafana_pod = {"namespace": objects.METRICS_NAMESPACE, "labels": grafana, "ip": "10.244.0.9"}
+    node = {"ip": "172.18.0.2"}  # the kind node the API server runs on
+    # Remote write from every tenant's agent, queries from Grafana and the service proxy.
+    assert _admits(policies, prometheus, port, agent)
+    assert _admits(policies, prometheus, port, {**agent, "namespace": "tenant-b"})
+    assert _admits(policies, prometheus, port, grafana_pod)
+    assert _admits(policies, prometheus, port, node)
+    # Any other pod, in a tenant's namespace (its control plane) or here, is refused.
+    control_plane = {"namespace": "tenant-a", "labels": {"kamaji.clastix.io/name": "tenant-a"}}
+    for other in (
+        {**control_plane, "ip": "10.244.1.8"},
+        {"namespace": objects.METRICS_NAMESPACE, "labels": {"x": "y"}, "ip": "10.244.0.3"},
+        {"namespace": "default", "labels": {}, "ip": "10.244.2.3"},
+    ):
+        assert not _admits(policies, prometheus, port, other), other
+    # Only the server's port; Grafana is closed to everyone (port-forward only).
+    assert not _admits(policies, prometheus, 9091, agent)
+    for source in (agent, grafana_pod, node, {**control_plane, "ip": "10.244.1.8"}):
+        assert not _admits(policies, grafana, objects.GRAFANA_PORT, source)
+
+
+def test_without_the_pod_cidr_the_proxy_rule_admits_any_address() -> None:
+    # Prod (the pod CIDR not known): the rule is the cluster-wide one docs/metrics.md warns of.
+    [proxy] = [p for p in objects.network_policies() if p["metadata"]["name"].endswith("proxy")]
+    assert proxy["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "0.0.0.0/0"}}]
+
+
 def test_grafana_fetches_hamis_dashboard_at_the_pinned_tag_and_digest() -> None:
     spec = _grafana()["spec"]["template"]["spec"]
     env = {e["name"]: e["value"] for e in spec["initContainers"][0]["env"]}
@@ -307,7 +394,10 @@ def test_the_pinned_dashboard_is_written(tmp_path: Path, served: str) -> None:
     digest = hashlib.sha256(b'{"title": "HAMi"}').hexdigest()
     done = _fetch(tmp_path, f"{served}/dashboard.json", digest)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "dashboard.json").read_bytes() == b'{"title": "HAMi"}'
+    # What HAMi published, scoped to one tenant (components.metrics.hami_dashboard).
+    written = json.loads((tmp_path / "dashboard.json").read_text())
+    assert written["title"] == "HAMi"
+    assert [v["name"] for v in written["templating"]["list"]] == ["tenant"]
 
 
 def test_other_content_or_a_missing_file_is_refused(tmp_path: Path, served: str) -> None:
@@ -327,3 +417,40 @@ def test_offline_grafana_starts_without_the_dashboard(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "starts without HAMi's dashboard" in done.stderr
     assert not (tmp_path / "dashboard.json").exists()
+
+
+# ------------------------------------------- metrics.prometheusOperator (the CRDs: tests/contract)
+
+
+def test_the_operator_rule_carries_the_platforms_rule_groups_unchanged() -> None:
+    rule = objects.operator_rule({"release": "kps"})
+    assert rule["spec"]["groups"] == rules.rule_groups()["groups"]
+    assert rule["metadata"]["namespace"] == objects.METRICS_NAMESPACE
+    assert rule["metadata"]["labels"]["release"] == "kps"
+
+
+def test_the_operator_scrape_is_the_central_servers_kamaji_job() -> None:
+    central = yaml.safe_load(CENTRAL_CONFIG["data"]["prometheus.yml"])
+    kamaji = next(j for j in central["scrape_configs"] if j["job_name"] == "kamaji")
+    scrape_config = objects.operator_kamaji_scrape("30s", "kamaji-system", {})["spec"]
+    assert scrape_config["jobName"] == "kamaji"  # not scrapeConfig/<ns>/<name>
+    assert scrape_config["honorLabels"] is False
+    assert scrape_config["scrapeInterval"] == "30s"
+    assert scrape_config["staticConfigs"] == kamaji["static_configs"]
+    assert scrape_config["metricRelabelings"] == [
+        {
+            "sourceLabels": ["tcp_name"],
+            "regex": "(.+)",
+            "targetLabel": "tenant",
+            "replacement": "${1}",
+        }
+    ]
+
+
+def test_agents_write_to_the_operators_prometheus_when_one_is_named() -> None:
+    url = "http://prometheus-operated.monitoring.svc:9090/api/v1/write"
+    config_map = objects.agent_config_map("tenant-a", "tenant-a", API, SOURCES, "30s", url)
+    [remote] = yaml.safe_load(config_map["data"]["prometheus.yml"])["remote_write"]
+    assert remote["url"] == url
+    [default] = yaml.safe_load(AGENT_CONFIG["data"]["prometheus.yml"])["remote_write"]
+    assert default["url"] == objects.remote_write_url()

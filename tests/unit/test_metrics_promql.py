@@ -14,7 +14,7 @@ from pathlib import Path
 import promql_parser
 import pytest
 
-from components.metrics import dashboards, rules, series, usage
+from components.metrics import dashboards, hami_dashboard, rules, series, usage
 from components.versions import HAMI_DASHBOARD
 
 RECORDED = set(rules.recorded_names())
@@ -60,6 +60,7 @@ ALL = [
     *(("rule", e) for e in rules.expressions()),
     *(("dashboard", e) for e in dashboards.expressions()),
     *(("usage", e) for e in (*usage.queries("7d").values(), usage.OLDEST_SAMPLE_QUERY)),
+    *(("usage", e) for e in usage.queries("7d", "tenant-a").values()),
 ]
 
 
@@ -133,3 +134,80 @@ def test_hamis_own_dashboard_names_only_series_hami_declares() -> None:
         metrics, _ = _names(concrete)
         hamis = {m for m in metrics if m.startswith("hami_")}
         assert hamis <= hami, f"{expr}: {hamis - hami} not traced to HAMi v2.10.0"
+
+
+def _selectors_without_tenant(expr: str) -> list[str]:
+    """The vector selectors of ``expr`` (Grafana's variables given values) lacking
+    ``tenant="$tenant"``."""
+    concrete = re.sub(r"\$\{?__\w+\}?", "5m", expr.replace("$tenant", "TENANT"))
+    concrete = re.sub(r"\$\{?\w+\}?", ".*", concrete)
+    missing: list[str] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, promql_parser.VectorSelector):
+            scoped = [
+                m
+                for m in node.matchers.matchers
+                if m.name == "tenant" and m.op == promql_parser.MatchOp.Equal
+            ]
+            if [m.value for m in scoped] != ["TENANT"]:
+                missing.append(str(node))
+
+    promql_parser.walk(promql_parser.parse(concrete), pre_visit=visit)
+    return missing
+
+
+def _label_values_series(definition: str) -> str:
+    """``label_values(<series>, <label>)`` -> ``<series>`` (a Grafana variable query)."""
+    match = re.fullmatch(r"label_values\((.*), *\w+\)", definition)
+    assert match, definition
+    return match.group(1)
+
+
+def test_scoping_adds_the_tenant_to_every_selector_and_nothing_else() -> None:
+    scope = hami_dashboard.scope_expr
+    assert (
+        scope('count(hami_gpu_memory_limit_bytes{node=~"$node"})')
+        == 'count(hami_gpu_memory_limit_bytes{tenant="$tenant",node=~"$node"})'
+    )
+    joined = (
+        "hami_host_gpu_utilization_ratio and on (device_uuid) "
+        'hami_gpu_memory_limit_bytes{node=~"$node"}'
+    )
+    assert scope(joined) == (
+        'hami_host_gpu_utilization_ratio{tenant="$tenant"} and on (device_uuid) '
+        'hami_gpu_memory_limit_bytes{tenant="$tenant",node=~"$node"}'
+    )
+    # Not a selector: a longer name, a label, a string.
+    assert scope("sum by (node) (xhami_y)") == "sum by (node) (xhami_y)"
+    assert _selectors_without_tenant(scope("topk(10, hami_vgpu_memory_used_bytes{})")) == []
+    # The check can fail.
+    assert len(_selectors_without_tenant("hami_gpu_shared_count")) == 1
+
+
+def test_hamis_dashboard_as_grafana_gets_it_shows_one_tenant_at_a_time() -> None:
+    path = _cached_hami_dashboard()
+    if path is None:
+        pytest.skip("HAMi's dashboard is not cached: run python scripts/fetch_dashboards.py")
+    document = hami_dashboard.scope_to_tenant(json.loads(path.read_text()))
+    exprs = [
+        target["expr"]
+        for panel in document.get("panels", [])
+        for target in panel.get("targets", [])
+        if target.get("expr")
+    ]
+    assert exprs
+    for expr in exprs:
+        assert _selectors_without_tenant(expr) == [], expr
+    variables = {v["name"]: v for v in document["templating"]["list"]}
+    tenant = variables["tenant"]
+    assert (tenant["multi"], tenant["includeAll"]) == (False, False)  # one tenant, never "All"
+    for name in ("node", "namespace"):
+        query = variables[name]["query"]["query"]
+        assert _selectors_without_tenant(_label_values_series(query)) == [], query
+    # The tenant variable comes before the variables that read it; applying twice changes
+    # nothing.
+    names = [v["name"] for v in document["templating"]["list"]]
+    assert names.index("tenant") < names.index("node")
+    again = hami_dashboard.scope_to_tenant(json.loads(json.dumps(document)))
+    assert again == document

@@ -476,3 +476,63 @@ def test_the_central_configuration_with_alertmanagers_passes_promtools_check(
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS: 17 rules found" in result.stdout
+
+
+# ------------------------------------------- the error bounds of a bill (docs/metrics.md)
+
+SCRAPE_SECONDS = 30  # metrics.scrapeInterval's default
+SEND_DELAY_SECONDS = 5  # the agents' batch_send_deadline (prometheus v3.5.0 config/config.go:232)
+BOUND_SECONDS = SCRAPE_SECONDS + SEND_DELAY_SECONDS + rules.RULE_INTERVAL_SECONDS  # 95 s
+ONE_CARD = (
+    'namespace="batch",node="tenant-b-l4-0",pod="job-0",container_index="0",'
+    'device_uuid="GPU-l4-0",zone="vGPU",tenant="tenant-b",job="hami-scheduler",'
+    'instance="hami-scheduler-7d9c5-abcde",source="hami-scheduler"'
+)
+
+
+def _one_grant_bill(tmp_path: Path, first: int, end: int, billed_minutes: int) -> bool:
+    """Whether ``make usage``'s card-hours over the last hour, at 60 min, equal
+    ``billed_minutes`` / 60 for one container granted a whole card from scrape ``first`` to
+    scrape ``end`` (stale there; scrapes every 30 s), under promtool."""
+    values = " ".join(["_"] * first + ["100"] * (end - first) + ["stale"])
+    query = usage.queries("1h")["cores_allocated_card_hours"]
+    samples = (
+        [{"labels": '{tenant="tenant-b"}', "value": billed_minutes / 60}] if billed_minutes else []
+    )
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules.rule_groups(), sort_keys=False))
+    document = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": f"{rules.RULE_INTERVAL_SECONDS}s",
+        "tests": [
+            {
+                "interval": f"{SCRAPE_SECONDS}s",
+                "input_series": [
+                    {"series": f"hami_vgpu_core_allocated_ratio{{{ONE_CARD}}}", "values": values}
+                ],
+                "promql_expr_test": [{"expr": query, "eval_time": "60m", "exp_samples": samples}],
+            }
+        ],
+    }
+    path = tmp_path / "bound.yml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return _promtool(path).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("first", "end"),
+    [(20, 30), (21, 31), (21, 22), (20, 21), (3, 117), (4, 117)],
+    ids=["5min-even", "5min-odd", "30s-odd", "30s-even", "57min-odd", "56.5min-even"],
+)
+def test_a_grant_is_billed_within_the_documented_sampling_bound(
+    tmp_path: Path, first: int, end: int
+) -> None:
+    """docs/metrics.md "Error bounds of a bill": a grant held for d seconds is billed
+    d ± 95 s (scrape interval + send delay + rule interval), whatever its length and its
+    phase against the rule evaluations. promtool has no send delay, so the bound holds with
+    5 s to spare. Exactly one whole number of rule intervals within the bound is what
+    Prometheus' evaluator bills (the others fail: the check can fail)."""
+    held = (end - first) * SCRAPE_SECONDS
+    interval = rules.RULE_INTERVAL_SECONDS
+    candidates = [n for n in range(0, 61) if abs(n * interval - held) <= BOUND_SECONDS]
+    billed = [n for n in candidates if _one_grant_bill(tmp_path, first, end, n)]
+    assert len(billed) == 1, (held, candidates, billed)

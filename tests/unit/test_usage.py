@@ -191,3 +191,48 @@ def test_a_window_reaching_past_the_stores_oldest_sample_is_warned_about() -> No
     unknown = usage.coverage_warning("7d", end, usage.oldest_sample(_oldest(None)))
     assert unknown is not None
     assert "does not say" in unknown
+
+
+# ------------------------------------------------------------------- one tenant's report
+
+
+def _one_tenant_server(honest: bool) -> Any:
+    """A query function answering a tenant-scoped query with the recorded unscoped answer,
+    reduced to the tenant the query names (``honest``) or not (a server that ignored the
+    matcher)."""
+
+    def query(expr: str) -> Mapping[str, Any]:
+        unscoped = expr.replace(', tenant="tenant-b"', "")
+        answer = json.loads(json.dumps(recorded_query(unscoped)))
+        if unscoped != expr and honest:
+            answer["data"]["result"] = [
+                s for s in answer["data"]["result"] if s["metric"]["tenant"] == "tenant-b"
+            ]
+        return answer
+
+    return query
+
+
+def test_a_tenants_report_selects_that_tenant_in_every_query_and_holds_nothing_else() -> None:
+    for expr in usage.queries("3h", "tenant-b").values():
+        assert 'tenant="tenant-b"' in expr
+    rows = usage.report(RECORDED["window"], _one_tenant_server(honest=True), "tenant-b")
+    assert [row.tenant for row in rows] == ["tenant-b"]
+    everyone = {r.tenant: r for r in usage.report(RECORDED["window"], recorded_query)}
+    assert rows[0] == everyone["tenant-b"]
+    # A sample of another tenant in a one-tenant answer is refused, never printed.
+    with pytest.raises(usage.UsageError, match="a report for tenant-b received a sample of"):
+        usage.report(RECORDED["window"], _one_tenant_server(honest=False), "tenant-b")
+
+
+@pytest.mark.parametrize("name", ['a"} or vector(1) #', "Tenant-A", "-a", ""])
+def test_a_tenant_name_that_could_end_the_selector_is_refused(name: str) -> None:
+    with pytest.raises(usage.UsageError, match="write a tenant's name"):
+        usage.queries("3h", name)
+
+
+def test_the_command_prints_one_tenant(prometheus: str, capsys: pytest.CaptureFixture[str]) -> None:
+    script = _script()
+    # A name that could end the PromQL selector is refused before any query is sent.
+    assert script.main(["--prometheus", prometheus, "--window", "3h", "--tenant", 'x"']) == 2
+    assert "write a tenant's name" in capsys.readouterr().err
