@@ -158,7 +158,6 @@ class ManagementCluster(pulumi.ComponentResource):
                 alertmanagers=platform.metrics.alertmanagers,
                 kamaji_namespace=KAMAJI_NAMESPACE,
                 storage=substrate.metrics_storage(platform),
-                pod_cidrs=substrate.blocked_pod_cidrs(platform),
                 opts=site.k8s_opts,
                 operator=platform.metrics.prometheus_operator,
             )

@@ -2,9 +2,10 @@
 
 Reads the central Prometheus of the metrics stack (docs/metrics.md): with ``--prometheus URL``
 directly, or — with ``--kubeconfig-stdin``, the management kubeconfig on stdin (``make usage``
-pipes ``pulumi stack output --show-secrets managementKubeconfig``) — through the management
-cluster's API server service proxy, with ``kubectl get --raw`` (the kubeconfig is written to a
-private temporary file and removed; it is never printed).
+pipes ``pulumi stack output --show-secrets managementKubeconfig``) — through ``kubectl
+port-forward`` to the central Prometheus' Service, on 127.0.0.1 (the kubeconfig is written to a
+private temporary file and removed; it is never printed). Not the API server's service proxy:
+the metrics namespace admits no address from outside the pod network (docs/metrics.md).
 
 Usage: ``python scripts/usage.py (--prometheus URL | --kubeconfig-stdin) [--window 7d]
 [--tenant NAME] [--end 2026-12-01T00:00:00Z] [--format table|csv|json] [--output FILE]``
@@ -13,14 +14,17 @@ Usage: ``python scripts/usage.py (--prometheus URL | --kubeconfig-stdin) [--wind
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,10 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from components.metrics import objects, usage
 from components.metrics.scrape import PROMETHEUS_PORT
 
-SERVICE_PROXY = (
-    f"/api/v1/namespaces/{objects.METRICS_NAMESPACE}/services/"
-    f"{objects.PROMETHEUS}:{PROMETHEUS_PORT}/proxy"
-)
+# kubectl's first line once the tunnel listens: "Forwarding from 127.0.0.1:40123 -> 9090".
+FORWARDING = re.compile(r"^Forwarding from 127\.0\.0\.1:(\d+) ->")
+FORWARD_START_SECONDS = 60.0
 
 Query = Callable[[str], Mapping[str, Any]]
 
@@ -52,25 +55,54 @@ def http_query(base_url: str, end: datetime) -> Query:
     return query
 
 
-def kubectl_query(kubeconfig: Path, end: datetime) -> Query:
-    def query(expr: str) -> Mapping[str, Any]:
-        out = subprocess.run(
-            [
-                "kubectl",
-                "--kubeconfig",
-                str(kubeconfig),
-                "get",
-                "--raw",
-                SERVICE_PROXY + _path(expr, end),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        result: Mapping[str, Any] = json.loads(out)
-        return result
+@contextlib.contextmanager
+def port_forward(kubeconfig: Path, kubectl: str = "kubectl") -> Iterator[str]:
+    """``kubectl port-forward`` to the central Prometheus' Service on a free local port, for
+    as long as the block runs: its base URL. A tunnel that does not come up within
+    FORWARD_START_SECONDS is a UsageError with kubectl's own words."""
+    command = [
+        kubectl,
+        "--kubeconfig",
+        str(kubeconfig),
+        "port-forward",
+        "--namespace",
+        objects.METRICS_NAMESPACE,
+        f"service/{objects.PROMETHEUS}",
+        f":{PROMETHEUS_PORT}",
+        "--address",
+        "127.0.0.1",
+    ]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as forwarder:
+        try:
+            first = _first_line(forwarder, FORWARD_START_SECONDS)
+            found = FORWARDING.match(first)
+            if found is None:
+                forwarder.kill()
+                _, err = forwarder.communicate(timeout=10)
+                raise usage.UsageError(
+                    f"kubectl port-forward to {objects.METRICS_NAMESPACE}/{objects.PROMETHEUS}: "
+                    f"{(err or first).strip() or 'no tunnel'}"
+                )
+            yield f"http://127.0.0.1:{found.group(1)}"
+        finally:
+            forwarder.terminate()
+            try:
+                forwarder.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                forwarder.kill()
 
-    return query
+
+def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
+    """The process's first line of output, or '' when it ends or stays silent for ``timeout``."""
+    stream = process.stdout
+    assert stream is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return lines[0] if lines else ""
 
 
 def parse_end(text: str | None) -> datetime:
@@ -130,14 +162,15 @@ def main(argv: list[str]) -> int:
         try:
             with os.fdopen(fd, "w") as handle:
                 handle.write(kubeconfig)
-            return run(args, kubectl_query(Path(name), end), end)
+            with port_forward(Path(name)) as base_url:
+                return run(args, http_query(base_url, end), end)
         finally:
             os.unlink(name)
     except usage.UsageError as error:
         print(f"usage: {error}", file=sys.stderr)
         return 2
-    except subprocess.CalledProcessError as error:
-        print(f"usage: kubectl failed: {error.stderr.strip()}", file=sys.stderr)
+    except OSError as error:  # no kubectl, or the query's connection through the tunnel
+        print(f"usage: {error}", file=sys.stderr)
         return 1
 
 

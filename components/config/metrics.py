@@ -26,8 +26,9 @@ class PrometheusOperatorSettings(_Model):
 
     remote_write_url: str = Field(
         description="where every tenant's agent remote-writes: the operator's Prometheus with "
-        "enableRemoteWriteReceiver (one replica, or one replica's own address), e.g. "
-        "http://prometheus-operated.monitoring.svc:9090/api/v1/write"
+        "enableRemoteWriteReceiver, at one replica's own address (prometheus-operated is a "
+        "headless Service over every replica), e.g. "
+        "http://prometheus-k8s-0.prometheus-operated.monitoring.svc:9090/api/v1/write"
     )
     labels: dict[str, str] = Field(
         default_factory=dict,
@@ -42,7 +43,7 @@ class PrometheusOperatorSettings(_Model):
             value,
             REMOTE_WRITE_URL,
             "a remote-write URL",
-            "http://prometheus-operated.monitoring.svc:9090/api/v1/write",
+            "http://prometheus-k8s-0.prometheus-operated.monitoring.svc:9090/api/v1/write",
         )
 
     @field_validator("labels")

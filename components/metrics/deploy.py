@@ -36,7 +36,7 @@ CENTRAL_PARTS = (
     "metrics-ns",
     "metrics-policy-default-deny-ingress",
     "metrics-policy-allow-prometheus-clients",
-    "metrics-policy-allow-api-server-proxy",
+    "metrics-policy-allow-prometheus-scrapes",
     "metrics-prometheus-config",
     "metrics-prometheus",
     "metrics-prometheus-service",
@@ -75,13 +75,11 @@ def register_central(
     alertmanagers: Sequence[str],
     kamaji_namespace: str,
     storage: MetricsStorage,
-    pod_cidrs: Sequence[str],
     opts: Callable[[Sequence[pulumi.Resource]], pulumi.ResourceOptions],
     operator: PrometheusOperatorSettings | None = None,
 ) -> list[pulumi.Resource]:
     """The central Prometheus and Grafana, behind the namespace's NetworkPolicies
-    (``pod_cidrs``: the management cluster's pod ranges where known,
-    ``objects.network_policies``); returns the two Deployments. With ``operator``, only the
+    (``objects.network_policies``); returns the two Deployments. With ``operator``, only the
     rules and the Kamaji scrape, as objects for the operator's Prometheus; returns none."""
     ns = typed_object(f"{name}-metrics-ns", objects.namespace(), opts([]))
     if operator is not None:
@@ -101,7 +99,7 @@ def register_central(
                 opts=opts([ns]),
             )
         return []
-    for policy in objects.network_policies(pod_cidrs):
+    for policy in objects.network_policies():
         typed_object(f"{name}-metrics-policy-{policy['metadata']['name']}", policy, opts([ns]))
     claims = [
         typed_object(f"{name}-metrics-{claim['metadata']['name']}", claim, opts([ns]))

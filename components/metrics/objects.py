@@ -169,7 +169,7 @@ def namespace() -> dict[str, Any]:
     }
 
 
-def network_policies(pod_cidrs: Sequence[str] = ()) -> list[dict[str, Any]]:
+def network_policies() -> list[dict[str, Any]]:
     """Ingress of the metrics namespace: nothing but what the stack itself needs.
 
     * ``default-deny-ingress``: every pod here (Grafana's 3000 included: it is reached with
@@ -178,28 +178,19 @@ def network_policies(pod_cidrs: Sequence[str] = ()) -> list[dict[str, Any]]:
     * ``allow-prometheus-clients``: the central Prometheus' port from the tenants' agents (any
       namespace: a tenant's management namespace may be adopted, and unlabelled) and from
       Grafana;
-    * ``allow-api-server-proxy``: the same port from outside the pod network, for the
-      management API server's service proxy (``make usage``, TC-18). The API server dials the
-      Service's endpoint — the pod's own address — from its host, so the connection comes from
-      a node address, which no pod or namespace selector matches. ``pod_cidrs`` (the management
-      cluster's pod ranges, where known: the substrate's seam) are excepted, so pods of other
-      namespaces are refused; where they are not known the rule admits any address, which
-      CNIs that match pod addresses with an ``ipBlock`` (Calico) extend to pods and others
-      (Cilium) do not. Same seam and caveat as the tenant namespaces'
-      (``components.tenant_specs.network_policies``). On the lab's single kind node the API
-      server's packets to a local pod leave from the ptp gateway, inside the pod range, and are
-      admitted only because kindnet's kube-network-policies accepts what the node's root
-      processes send before evaluating any policy (v1.1.1 pkg/dataplane/controller.go:630-633;
-      docs/metrics.md).
+    * ``allow-prometheus-scrapes``: any pod here from the central Prometheus, on any port, so
+      an exporter beside it (the backups' kube-state-metrics) can be scraped.
 
+    Nothing from outside the pod network: ``make usage`` and TC-18 read the query API through a
+    port-forward, not the API server's service proxy. The proxy's packets come from a node
+    address, which only an ``ipBlock`` admits, and no ``ipBlock`` here can tell the management
+    API server's node from a tenant-controlled host on the same network (a lab worker on the
+    kind network, a prod tenant's machines): it let them read and write every tenant's bill.
     Readiness probes come from the pod's own node, which a NetworkPolicy always allows
-    (kubernetes.io, "Network Policies": "traffic to and from the node where a Pod is running
-    is always allowed"); the server's self-scrape goes to localhost."""
+    (k8s.io/api v0.35.0 networking/v1/types.go:62-79, kubernetes.io "Network Policies");
+    the server's self-scrape goes to localhost."""
     prometheus = {"matchLabels": _labels(PROMETHEUS)}
     port = [{"protocol": "TCP", "port": scrape.PROMETHEUS_PORT}]
-    node_sources: dict[str, Any] = {"cidr": "0.0.0.0/0"}
-    if pod_cidrs:
-        node_sources["except"] = list(pod_cidrs)
 
     def policy(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -230,11 +221,8 @@ def network_policies(pod_cidrs: Sequence[str] = ()) -> list[dict[str, Any]]:
             },
         ),
         policy(
-            "allow-api-server-proxy",
-            {
-                "podSelector": prometheus,
-                "ingress": [{"from": [{"ipBlock": node_sources}], "ports": port}],
-            },
+            "allow-prometheus-scrapes",
+            {"podSelector": {}, "ingress": [{"from": [{"podSelector": prometheus}]}]},
         ),
     ]
 

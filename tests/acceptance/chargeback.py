@@ -3,13 +3,17 @@ annotations) against the platform's per-tenant allocation series in the central 
 
 from __future__ import annotations
 
+import http.client
 import json
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubernetes.stream import portforward
+
 from components.metrics import objects, rules
 from components.metrics.scrape import PROMETHEUS_PORT
-from tests.acceptance.hami_evidence import Verdict, pod_shares
+from tests.acceptance.hami_evidence import EvidenceError, Verdict, pod_shares
 
 # A pod granted at time t shows in the series after at most one scrape (30 s), one remote-write
 # batch (a few seconds) and one rule evaluation (60 s): 150 s is the stated bound.
@@ -86,22 +90,34 @@ def judge_allocation(
     return verdict
 
 
-PROXY = (
-    f"/api/v1/namespaces/{objects.METRICS_NAMESPACE}/services/"
-    f"{objects.PROMETHEUS}:{PROMETHEUS_PORT}/proxy/api/v1/query"
-)
-
-
 def query(core_api: Any, expr: str) -> Mapping[str, Any]:
-    """An instant query to the central Prometheus through the management API's service proxy."""
-    response = core_api.api_client.call_api(
-        PROXY,
-        "GET",
-        query_params=[("query", expr)],
-        auth_settings=["BearerToken"],
-        _preload_content=False,
+    """An instant query to the central Prometheus through a port-forward to its pod (the
+    Python client's WebSocket tunnel, what ``kubectl port-forward`` does): the metrics
+    namespace admits no address from outside the pod network, so not the API server's
+    service proxy (docs/metrics.md)."""
+    pods = core_api.list_namespaced_pod(
+        objects.METRICS_NAMESPACE,
+        label_selector=",".join(f"{k}={v}" for k, v in objects._labels(objects.PROMETHEUS).items()),
         _request_timeout=(10, 30),
+    ).items
+    running = [p for p in pods if p.status and p.status.phase == "Running"]
+    if not running:
+        raise EvidenceError(f"no Running {objects.PROMETHEUS} pod in {objects.METRICS_NAMESPACE}")
+    tunnel = portforward(
+        core_api.connect_get_namespaced_pod_portforward,
+        running[0].metadata.name,
+        objects.METRICS_NAMESPACE,
+        ports=str(PROMETHEUS_PORT),
     )
-    raw = response[0].data if isinstance(response, tuple) else response.data
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", PROMETHEUS_PORT, timeout=30)
+        connection.sock = tunnel.socket(PROMETHEUS_PORT)
+        connection.request("GET", "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+        reply = connection.getresponse()
+        raw = reply.read()
+    finally:
+        tunnel.close()
+    if reply.status != 200:
+        raise EvidenceError(f"Prometheus answered {reply.status} to {expr!r}: {raw[:200]!r}")
     result: Mapping[str, Any] = json.loads(raw)
     return result

@@ -62,7 +62,7 @@ def test_the_management_cluster_runs_the_central_prometheus_and_grafana(stack: s
 
 
 @pytest.mark.parametrize("stack", ["lab", "prod"])
-def test_the_metrics_namespace_is_closed_but_to_agents_grafana_and_the_proxy(stack: str) -> None:
+def test_the_metrics_namespace_is_closed_but_to_agents_grafana_and_prometheus(stack: str) -> None:
     recording = _evaluated(stack)
     policies = {
         _metadata(r)["name"]: r
@@ -72,16 +72,14 @@ def test_the_metrics_namespace_is_closed_but_to_agents_grafana_and_the_proxy(sta
     assert set(policies) == {
         "default-deny-ingress",
         "allow-prometheus-clients",
-        "allow-api-server-proxy",
+        "allow-prometheus-scrapes",
     }
     assert policies["default-deny-ingress"].inputs["spec"]["podSelector"] == {}
-    proxy = policies["allow-api-server-proxy"].inputs["spec"]["ingress"][0]["from"][0]["ipBlock"]
-    # The lab knows its pods' range (management.kind.podSubnet) and refuses it; prod does not.
-    pod_subnet = load_stack_config("lab")[CONFIG_KEY].get("management", {}).get("kind", {})
-    if stack == "lab":
-        assert proxy["except"] == [pod_subnet.get("podSubnet", "10.244.0.0/16")]
-    else:
-        assert "except" not in proxy
+    scrapes = policies["allow-prometheus-scrapes"].inputs["spec"]
+    assert scrapes["podSelector"] == {}
+    assert scrapes["ingress"] == [
+        {"from": [{"podSelector": {"matchLabels": objects._labels(objects.PROMETHEUS)}}]}
+    ]
 
 
 def test_prod_keeps_samples_on_a_claim_and_the_lab_in_an_empty_dir() -> None:

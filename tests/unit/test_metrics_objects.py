@@ -49,7 +49,6 @@ def _agent(namespace: str = "tenant-a") -> dict[str, Any]:
 def _central() -> list[dict[str, Any]]:
     return [
         objects.namespace(),
-        *objects.network_policies(["10.244.0.0/16"]),
         *objects.network_policies(),
         CENTRAL_CONFIG,
         objects.prometheus_deployment("15d", {"emptyDir": {"sizeLimit": "2Gi"}}, CENTRAL_CONFIG),
@@ -223,7 +222,6 @@ def test_the_central_prometheus_receives_remote_writes_and_evaluates_the_rules()
 
 # --------------------------------------------------------------- who reaches what (point 7)
 
-POD_CIDR = "10.244.0.0/16"
 _AGENT_POD = objects._labels(objects.AGENT)
 
 
@@ -272,19 +270,23 @@ def _admits(
     return False
 
 
-def test_the_metrics_namespace_admits_only_agents_grafana_and_the_api_servers_proxy() -> None:
-    policies = objects.network_policies([POD_CIDR])
+def test_the_metrics_namespace_admits_only_agents_grafana_and_prometheus_scrapes() -> None:
+    policies = objects.network_policies()
     prometheus = objects._labels(objects.PROMETHEUS)
     grafana = objects._labels(objects.GRAFANA)
     port = scrape.PROMETHEUS_PORT
     agent = {"namespace": "tenant-a", "labels": _AGENT_POD, "ip": "10.244.1.7"}
     grafana_pod = {"namespace": objects.METRICS_NAMESPACE, "labels": grafana, "ip": "10.244.0.9"}
-    node = {"ip": "172.18.0.2"}  # the kind node the API server runs on
-    # Remote write from every tenant's agent, queries from Grafana and the service proxy.
+    server = {"namespace": objects.METRICS_NAMESPACE, "labels": prometheus, "ip": "10.244.0.5"}
+    # Remote write from every tenant's agent, queries from Grafana.
     assert _admits(policies, prometheus, port, agent)
     assert _admits(policies, prometheus, port, {**agent, "namespace": "tenant-b"})
     assert _admits(policies, prometheus, port, grafana_pod)
-    assert _admits(policies, prometheus, port, node)
+    # No address from outside the pod network: not the management node, not a lab worker on
+    # the kind network or a prod tenant's machine, which could route to the pod themselves
+    # (make usage and TC-18 read through a port-forward, which no NetworkPolicy filters).
+    for host in ("172.18.0.2", "172.18.0.7", "192.168.10.21"):
+        assert not _admits(policies, prometheus, port, {"ip": host}), host
     # Any other pod, in a tenant's namespace (its control plane) or here, is refused.
     control_plane = {"namespace": "tenant-a", "labels": {"kamaji.clastix.io/name": "tenant-a"}}
     for other in (
@@ -293,16 +295,24 @@ def test_the_metrics_namespace_admits_only_agents_grafana_and_the_api_servers_pr
         {"namespace": "default", "labels": {}, "ip": "10.244.2.3"},
     ):
         assert not _admits(policies, prometheus, port, other), other
-    # Only the server's port; Grafana is closed to everyone (port-forward only).
+    # Only the server's port; Grafana is closed to everyone but Prometheus (port-forward only).
     assert not _admits(policies, prometheus, 9091, agent)
-    for source in (agent, grafana_pod, node, {**control_plane, "ip": "10.244.1.8"}):
+    for source in (agent, grafana_pod, {"ip": "172.18.0.2"}, {**control_plane, "ip": "10.244.1.8"}):
         assert not _admits(policies, grafana, objects.GRAFANA_PORT, source)
+    # An exporter beside the server (the backups' kube-state-metrics on 8080) is scraped by it
+    # and by nothing else.
+    exporter = {"app.kubernetes.io/name": "kube-state-metrics"}
+    assert _admits(policies, exporter, 8080, server)
+    assert not _admits(policies, exporter, 8080, agent)
+    assert not _admits(policies, exporter, 8080, grafana_pod)
 
 
-def test_without_the_pod_cidr_the_proxy_rule_admits_any_address() -> None:
-    # Prod (the pod CIDR not known): the rule is the cluster-wide one docs/metrics.md warns of.
-    [proxy] = [p for p in objects.network_policies() if p["metadata"]["name"].endswith("proxy")]
-    assert proxy["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "0.0.0.0/0"}}]
+def test_no_metrics_policy_admits_an_address_block() -> None:
+    """An ipBlock cannot tell the management API server's node from a tenant-controlled host on
+    the same network: none is used (the review of the first version of these policies)."""
+    for policy in objects.network_policies():
+        for rule in policy["spec"].get("ingress", []):
+            assert all("ipBlock" not in peer for peer in rule.get("from", [])), policy
 
 
 def test_grafana_fetches_hamis_dashboard_at_the_pinned_tag_and_digest() -> None:

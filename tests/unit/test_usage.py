@@ -236,3 +236,54 @@ def test_the_command_prints_one_tenant(prometheus: str, capsys: pytest.CaptureFi
     # A name that could end the PromQL selector is refused before any query is sent.
     assert script.main(["--prometheus", prometheus, "--window", "3h", "--tenant", 'x"']) == 2
     assert "write a tenant's name" in capsys.readouterr().err
+
+
+def _stub_kubectl(tmp_path: Path, first_line: str, calls: Path) -> str:
+    """A kubectl that records its arguments, prints ``first_line`` and then holds the tunnel
+    open until it is terminated, as ``kubectl port-forward`` does."""
+    stub = tmp_path / "kubectl"
+    stub.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$@" > "{calls}"\n'
+        f"echo '{first_line}'\n"
+        "echo 'error: no such service' >&2\n"
+        "exec sleep 60\n"
+    )
+    stub.chmod(0o755)
+    return str(stub)
+
+
+def test_the_management_path_reads_through_a_port_forward_not_the_service_proxy(
+    prometheus: str, tmp_path: Path
+) -> None:
+    """docs/metrics.md: the metrics namespace admits no address from outside the pod network, so
+    make usage tunnels to the Service with kubectl port-forward (on 127.0.0.1)."""
+    script = _script()
+    port = prometheus.rsplit(":", 1)[1]
+    calls = tmp_path / "args"
+    kubectl = _stub_kubectl(tmp_path, f"Forwarding from 127.0.0.1:{port} -> 9090", calls)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\n")
+    with script.port_forward(kubeconfig, kubectl) as base_url:
+        assert base_url == prometheus
+        answer = script.http_query(base_url, datetime(2026, 12, 1, tzinfo=UTC))("up")
+    assert answer == {"status": "error"}  # the recorded server's answer to an unknown query
+    args = calls.read_text().split()
+    assert args[args.index("port-forward") + 1 :] == [
+        "--namespace",
+        "gpu-platform-metrics",
+        "service/gpu-metrics",
+        ":9090",
+        "--address",
+        "127.0.0.1",
+    ]
+
+
+def test_a_tunnel_that_does_not_come_up_is_one_line(tmp_path: Path) -> None:
+    script = _script()
+    kubectl = _stub_kubectl(tmp_path, "Unable to connect", tmp_path / "args")
+    with (
+        pytest.raises(script.usage.UsageError, match="error: no such service"),
+        script.port_forward(tmp_path / "kubeconfig", kubectl),
+    ):
+        pass
