@@ -38,8 +38,10 @@ from components.management_values import (
     KAMAJI_RELEASE,
     cert_manager_gate_env,
     cert_manager_values,
+    default_etcd_budget,
     default_etcd_datastore,
     default_etcd_values,
+    kamaji_budget,
     kamaji_gate_env,
     kamaji_values,
     management_versions,
@@ -127,10 +129,24 @@ class ManagementCluster(pulumi.ComponentResource):
             KAMAJI_RELEASE,
             chart_cache.kamaji_chart_input(),
             kamaji_namespace,
-            kamaji_values(PINNED.kamaji_image_tag, default_etcd),
+            kamaji_values(PINNED.kamaji_image_tag, default_etcd, substrate.kamaji_replicas),
             depends_on=[cert_manager],
             timeout=900,
         )
+        # Disruption budgets where more than one pod runs (components.availability): a drain
+        # takes one Kamaji and one etcd member at a time.
+        budgets = [
+            kamaji_budget(substrate.kamaji_replicas),
+            default_etcd_budget(default_etcd) if default_etcd is not None else None,
+        ]
+        for budget in budgets:
+            if budget is not None:
+                k8s.policy.v1.PodDisruptionBudget(
+                    f"{name}-pdb-{budget['metadata']['name']}",
+                    metadata=budget["metadata"],
+                    spec=budget["spec"],
+                    opts=site.k8s_opts([kamaji_namespace]),
+                )
         datastore = (
             # Kamaji's CRD (its release) and the etcd's Secrets (the etcd's release) first.
             [

@@ -471,6 +471,12 @@ class Substrate(Protocol):
         """Whether the program installs cert-manager, or adopts the cluster's own."""
         ...
 
+    @property
+    def kamaji_replicas(self) -> int:
+        """How many Kamaji controllers run (leader-elected; more than one get a disruption
+        budget and are spread across nodes): lab, one on its one node; prod, two."""
+        ...
+
     def default_etcd(self, platform: PlatformConfig) -> DefaultEtcd | None:
         """How the management cluster runs its own etcd as the DataStore ``default``; None where
         it runs none (every tenant names its DataStore)."""

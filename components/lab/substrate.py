@@ -46,6 +46,9 @@ class LabSubstrate:
     tenant_metrics_sources: tuple[TenantSource, ...] = ()
     # The program owns the TenantControlPlane directly: a restore pauses only it.
     control_plane_pause_owner: PauseOwner | None = None
+    # One Kamaji on the one kind node: a second would share the node, so it survives no drain
+    # and protects nothing (docs/lab.md, "One of each").
+    kamaji_replicas: int = 1
 
     def config_problems(self, platform: PlatformConfig) -> list[str]:
         return lab_config_checks.problems(platform)

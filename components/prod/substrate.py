@@ -58,6 +58,10 @@ class ProdSubstrate:
     tenant_metrics_sources: tuple[TenantSource, ...] = (dcgm_source(GPU_OPERATOR_NAMESPACE),)
     # A restore pauses the tenant's Cluster with the TenantControlPlane.
     control_plane_pause_owner: PauseOwner | None = CLUSTER_PAUSE
+    # Two leader-elected Kamaji controllers on different nodes: one drained or lost, the other
+    # takes the lease and keeps serving the webhooks every TenantControlPlane change goes through
+    # (components.availability).
+    kamaji_replicas: int = 2
 
     def config_problems(self, platform: PlatformConfig) -> list[str]:
         return prod_config_checks.problems(platform)

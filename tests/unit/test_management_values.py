@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components import availability
 from components.config import (
     ClusterApiVersions,
     InfrastructureProvider,
@@ -123,6 +124,10 @@ def test_a_default_etcd_not_of_its_own_is_kamajis_subchart_in_the_clusters_domai
         "replicas": 3,
         "clusterDomain": "corp.example",
         "datastore": {"enabled": True, "name": "default"},
+        # Its three members spread across nodes (components.availability).
+        "topologySpreadConstraints": availability.topology_spread(
+            availability.etcd_selector("kamaji")
+        ),
     }
 
 

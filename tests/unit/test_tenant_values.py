@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.availability import etcd_selector, topology_spread
 from components.config import DedicatedDataStore, GpuDriver, HamiSettings
 from components.config.base import storage_bytes
 from components.lab import tenant as lab_tenant
@@ -287,6 +288,8 @@ def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
                 "group": "cert-manager.io",
             },
         },
+        # Its members on different nodes (components.availability).
+        "topologySpreadConstraints": topology_spread(etcd_selector("team-a-etcd")),
     }
 
 
