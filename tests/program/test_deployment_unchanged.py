@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "2be9a5186939a9081229d2f2eb7eba1cd492e462"
+BASELINE = "a8f8d871c178ccb3d1f27c3ee1c93fb696233fb5"
 
 
 def _has_commit(commit: str) -> bool:
