@@ -135,6 +135,7 @@ def kamaji_values(image_tag: str, default_etcd: DefaultEtcd | None, replicas: in
             "deploy": True,
             "fullnameOverride": KAMAJI_ETCD_NAME,
             "replicas": default_etcd.members,
+            "resources": etcd_resources(),
             # The chart's "must match your management cluster's clusterDomain"
             # (charts/kamaji/values.yaml:105-106).
             "clusterDomain": default_etcd.cluster_domain,
@@ -170,6 +171,23 @@ def default_etcd_budget(default_etcd: DefaultEtcd) -> Values | None:
 
 
 # ------------------------------------------------------------------------------ kamaji-etcd
+
+# What every kamaji-etcd member requests. The chart requests nothing (values.yaml:99-101,
+# ``resources: {limits: {}, requests: {}}``, into the container at templates/etcd_sts.yaml:
+# 115-116), which makes a member a BestEffort pod: the first the kubelet evicts under memory
+# pressure, and one the scheduler may put on a node with no room for it. Requests only: a memory
+# limit would let the kernel kill a quorum member at a spike. The figures are the program's
+# reservation for a tenant-sized etcd, not a measurement; the capacity model
+# (components.capacity) counts them.
+ETCD_RESOURCES: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType(
+    {"requests": MappingProxyType({"cpu": "100m", "memory": "256Mi"})}
+)
+
+
+def etcd_resources() -> Values:
+    """``ETCD_RESOURCES`` as the chart's ``resources`` value."""
+    return {key: dict(value) for key, value in ETCD_RESOURCES.items()}
+
 
 # kamaji-etcd v0.17.0's defaults (charts/kamaji-etcd/values.yaml:6 replicas, :31 clientPort) and
 # the names its helpers derive from ``fullnameOverride``
@@ -215,6 +233,7 @@ def kamaji_etcd_values(
     values: Values = {
         "fullnameOverride": name,
         "replicas": replicas,
+        "resources": etcd_resources(),
         "clusterDomain": cluster_domain,
         "datastore": {"enabled": datastore, **({"name": name} if datastore else {})},
     }

@@ -128,3 +128,13 @@ def test_the_bundled_default_etcd_spreads_by_the_parent_release() -> None:
         "app.kubernetes.io/name": "kamaji-etcd",
         "app.kubernetes.io/instance": "kamaji",
     }
+
+
+def test_every_etcd_member_requests_resources() -> None:
+    """The chart requests nothing: a BestEffort member is the first evicted under memory
+    pressure. Requests only, no limits (a limit would let the kernel kill a quorum member)."""
+    expected = {"requests": {"cpu": "100m", "memory": "256Mi"}}
+    assert default_etcd_values("cluster.local", 1)["resources"] == expected
+    assert kamaji_etcd_values("t-etcd", cluster_domain="cluster.local")["resources"] == expected
+    bundled = kamaji_values("v1", DefaultEtcd(3, "cluster.local", own_release=False))
+    assert bundled["kamaji-etcd"]["resources"] == expected

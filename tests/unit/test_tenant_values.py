@@ -268,6 +268,8 @@ def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
     assert values == {
         "fullnameOverride": "team-a-etcd",
         "replicas": 5,
+        # Requests, so that no member is a BestEffort pod (ETCD_RESOURCES).
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "clusterDomain": "cluster.local",
         "persistentVolumeClaim": {"size": "16Gi"},
         # Half of what 16 GiB leaves after 1 GiB (not the chart's 8 GiB whatever the volume).
