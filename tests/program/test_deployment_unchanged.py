@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "a8f8d871c178ccb3d1f27c3ee1c93fb696233fb5"
+BASELINE = "ea8236ec4c862ccdf3d6461ed77d453da59e1460"
 
 
 def _has_commit(commit: str) -> bool:
