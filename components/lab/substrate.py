@@ -19,6 +19,7 @@ from components.lab import names as lab_names
 from components.lab import network as lab_network
 from components.lab import tenant as lab_tenant
 from components.lab.workers import lab_workers
+from components.management_nodes import read_nodes
 from components.management_values import DefaultEtcd
 from components.metrics.deploy import MetricsStorage
 from components.metrics.scrape import TenantSource
@@ -78,6 +79,10 @@ class LabSubstrate:
             pulumi.log.warn(line)
         # In preview too, when the kind network exists: a pin outside the pool fails here.
         pinned_addresses.check_pinned_addresses(platform)
+
+    def management_nodes(self, platform: PlatformConfig) -> Mapping[str, Any] | None:
+        # The kind node, once the cluster exists (nothing before the first `make lab`).
+        return read_nodes({"KIND_CLUSTER_NAME": platform.kind.cluster_name})
 
     def management_cluster(
         self, name: str, platform: PlatformConfig, component: pulumi.Resource

@@ -12,6 +12,7 @@ from components import kubernetes_versions
 from components.backups.deploy import configured_targets
 from components.backups.objects import PauseOwner
 from components.config import PlatformConfig, Tenant, WorkerPool
+from components.management_nodes import read_nodes
 from components.management_values import KAMAJI_ETCD_REPLICAS, DefaultEtcd
 from components.metrics.deploy import MetricsStorage
 from components.metrics.objects import PROMETHEUS_CLAIM, prometheus_claim
@@ -83,6 +84,12 @@ class ProdSubstrate:
                 platform.adopted_namespaces,
                 pulumi.Config().get(platform.existing.kubeconfig_config_key),
             )
+
+    def management_nodes(self, platform: PlatformConfig) -> Mapping[str, Any] | None:
+        # The existing cluster, through the management kubeconfig (secret), as the adopted
+        # namespaces are checked.
+        kubeconfig = pulumi.Config().get(platform.existing.kubeconfig_config_key)
+        return read_nodes({"KUBECONFIG_CONTENT": kubeconfig} if kubeconfig else {})
 
     def management_cluster(
         self, name: str, platform: PlatformConfig, component: pulumi.Resource
