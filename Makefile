@@ -138,6 +138,11 @@ tenant-user: ## A namespace-scoped kubeconfig for a tenant's team member: TENANT
 	  OUTPUT="$(or $(OUTPUT),$(KUBECONFIG_DIR)/$(TENANT)-$(MEMBER).yaml)" \
 	  TOKEN_DURATION="$(TOKEN_DURATION)" bash scripts/tenant/user-kubeconfig.sh
 
+.PHONY: capacity
+NODES ?=
+capacity: venv ## What each tenant of STACK costs the management cluster, the total and how many more fit (NODES=a kubectl get nodes -o json file; FILE=another stack file)
+	$(BIN)/python scripts/capacity.py --stack $(STACK) $(if $(FILE),--file $(FILE)) $(if $(NODES),--nodes $(NODES))
+
 .PHONY: validate
 validate: venv ## Check STACK's stack file offline in seconds: config, the program under mocks, the policy pack (FILE=another stack file)
 	$(BIN)/python scripts/validate.py --stack $(STACK) $(if $(FILE),--file $(FILE))

@@ -86,6 +86,9 @@ MINIMAL: Mapping[str, Minimal] = {
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": Minimal(
         "pulumi_kubernetes.networking.v1", "NetworkPolicy"
     ),
+    "kubernetes:policy/v1:PodDisruptionBudget": Minimal(
+        "pulumi_kubernetes.policy.v1", "PodDisruptionBudget", {"spec": {}}
+    ),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": Minimal(
         "pulumi_kubernetes.rbac.v1", "ClusterRole"
     ),

@@ -53,6 +53,7 @@ from components.admission_policies import (
     admission_policy,
     rule_definitions,
 )
+from components.availability import control_plane_budget
 from components.backups import deploy as backups
 from components.backups.objects import BackupPlan
 from components.config import PlatformConfig, Tenant
@@ -62,7 +63,7 @@ from components.management_cluster import ManagementCluster
 from components.metrics import deploy as metrics
 from components.metrics.objects import tenant_api_server
 from components.metrics.scrape import HAMI_SOURCES
-from components.name_plan import SERVED_VERSION_PART
+from components.name_plan import CONTROL_PLANE_BUDGET_PART, SERVED_VERSION_PART
 from components.scripts import read_script
 from components.substrate import (
     BASH,
@@ -228,6 +229,7 @@ class GpuTenant(pulumi.ComponentResource):
 
         namespace, policies = self._management_namespace()
         self.namespace = namespace.metadata.apply(lambda m: _meta_name(m, self._ns))
+        self._control_plane_budget(namespace)
         parts = args.substrate.control_plane(self._site, namespace, policies)
         control_plane = parts.control_plane
         identity = parts.identity
@@ -431,6 +433,21 @@ class GpuTenant(pulumi.ComponentResource):
             for manifest in network_policies(tenant.name, self._ns, blocked)
         ]
         return namespace, policies
+
+    def _control_plane_budget(self, namespace: pulumi.Resource) -> None:
+        """A replicated control plane's PodDisruptionBudget in its management namespace: Kamaji
+        creates none (components.availability), so without it a node drain may evict every
+        API server of the tenant at once."""
+        budget = control_plane_budget(
+            self._tenant.name, self._ns, self._tenant.control_plane.replicas, self._labels
+        )
+        if budget is not None:
+            k8s.policy.v1.PodDisruptionBudget(
+                f"{self._name}-{CONTROL_PLANE_BUDGET_PART}",
+                metadata=budget["metadata"],
+                spec=budget["spec"],
+                opts=self._site.on_management(depends_on=[namespace]),
+            )
 
     def _inside_tenant(self) -> list[pulumi.Resource]:
         """Calico, what the environment needs before HAMi (lab: its kube-proxy; prod: the GPU

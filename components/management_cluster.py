@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import chart_cache
+from components import capacity, chart_cache
 from components.config import PlatformConfig
 from components.management_values import (
     CERT_MANAGER_NAMESPACE,
@@ -38,8 +38,10 @@ from components.management_values import (
     KAMAJI_RELEASE,
     cert_manager_gate_env,
     cert_manager_values,
+    default_etcd_budget,
     default_etcd_datastore,
     default_etcd_values,
+    kamaji_budget,
     kamaji_gate_env,
     kamaji_values,
     management_versions,
@@ -49,6 +51,31 @@ from components.substrate import ClusterAccess, ManagementSite, Substrate
 from components.versions import PINNED
 
 TYPE_TOKEN = "gpu-platform:index:ManagementCluster"
+
+
+def check_capacity(platform: PlatformConfig, substrate: Substrate) -> None:
+    """The stack's requests on the management cluster (``components.capacity``) against the
+    allocatable of its schedulable nodes, read live (the substrate's ``management_nodes``):
+    above it the preview fails with the figures; above ``capacity.headroomPercent`` of it, a
+    warning. Nothing is checked where the nodes cannot be read yet (a lab before its kind
+    cluster exists) or the checks are skipped."""
+    nodes = substrate.management_nodes(platform)
+    if nodes is None:
+        return
+    cost = capacity.stack_cost(
+        platform, substrate.kamaji_replicas, substrate.default_etcd(platform)
+    )
+    available = capacity.allocatable(nodes)
+    verdict = capacity.verdict(cost.total, available, platform.capacity.headroom_percent)
+    if verdict.refusal is not None:
+        raise pulumi.RunError(verdict.refusal)
+    if verdict.warning is not None:
+        pulumi.log.warn(verdict.warning)
+    else:
+        pulumi.log.info(
+            f"capacity: the stack requests {cost.total} of the management cluster's "
+            f"{available} allocatable"
+        )
 
 
 @dataclass(frozen=True)
@@ -81,6 +108,8 @@ class ManagementCluster(pulumi.ComponentResource):
         chart_cache.check_pinned_charts()
         # Before any registration: what the environment needs of this host or the cluster.
         substrate.check_before_registration(platform)
+        # Before any registration too: does the stack fit the management cluster?
+        check_capacity(platform, substrate)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self._platform = platform
         self._substrate = substrate
@@ -127,10 +156,24 @@ class ManagementCluster(pulumi.ComponentResource):
             KAMAJI_RELEASE,
             chart_cache.kamaji_chart_input(),
             kamaji_namespace,
-            kamaji_values(PINNED.kamaji_image_tag, default_etcd),
+            kamaji_values(PINNED.kamaji_image_tag, default_etcd, substrate.kamaji_replicas),
             depends_on=[cert_manager],
             timeout=900,
         )
+        # Disruption budgets where more than one pod runs (components.availability): a drain
+        # takes one Kamaji and one etcd member at a time.
+        budgets = [
+            kamaji_budget(substrate.kamaji_replicas),
+            default_etcd_budget(default_etcd) if default_etcd is not None else None,
+        ]
+        for budget in budgets:
+            if budget is not None:
+                k8s.policy.v1.PodDisruptionBudget(
+                    f"{name}-pdb-{budget['metadata']['name']}",
+                    metadata=budget["metadata"],
+                    spec=budget["spec"],
+                    opts=site.k8s_opts([kamaji_namespace]),
+                )
         datastore = (
             # Kamaji's CRD (its release) and the etcd's Secrets (the etcd's release) first.
             [

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from components import availability
 from components.config import PlatformConfig
 from components.versions import PINNED
 
@@ -96,12 +97,29 @@ class DefaultEtcd:
     own_release: bool
 
 
-def kamaji_values(image_tag: str, default_etcd: DefaultEtcd | None) -> Values:
+# The Kamaji controller's pods, by the chart's selector labels (charts/kamaji/templates/
+# _helpers.tpl:48-51 at 26.8.2-edge: the chart's name, the release, ``controller-manager``).
+KAMAJI_SELECTOR: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "app.kubernetes.io/name": "kamaji",
+        "app.kubernetes.io/instance": KAMAJI_RELEASE,
+        "app.kubernetes.io/component": "controller-manager",
+    }
+)
+
+
+def kamaji_values(image_tag: str, default_etcd: DefaultEtcd | None, replicas: int = 1) -> Values:
     """Kamaji's image of the pinned release (the chart is that release's, pinned by content in
     ``chart_cache``), with room to run (``KAMAJI_RESOURCES``), and the DataStore ``default`` for
     tenants that name none where the environment runs one (``default_etcd``; without it no
     default is set: every tenant names its own). The chart's bundled kamaji-etcd runs only for a
-    default etcd that is not a release of its own (``DefaultEtcd.own_release``)."""
+    default etcd that is not a release of its own (``DefaultEtcd.own_release``), its members
+    spread across nodes.
+
+    ``replicas`` controllers (the substrate's ``kamaji_replicas``): the chart always passes
+    ``--leader-elect`` (templates/controller.yaml:29), so one reconciles and the others stand by
+    on the lease; more than one are preferred on different nodes and zones (the chart takes
+    ``affinity`` only, :97-100) and get a disruption budget (``kamaji_budget``)."""
     values: Values = {
         "image": {"tag": image_tag, "pullPolicy": "IfNotPresent"},
         "resources": {key: dict(value) for key, value in KAMAJI_RESOURCES.items()},
@@ -109,20 +127,67 @@ def kamaji_values(image_tag: str, default_etcd: DefaultEtcd | None) -> Values:
         "telemetry": {"disabled": True},
         "kamaji-etcd": {"deploy": False},
     }
+    if replicas > 1:
+        values["replicaCount"] = replicas
+        values["affinity"] = availability.preferred_anti_affinity(KAMAJI_SELECTOR)
     if default_etcd is not None and not default_etcd.own_release:
         values["kamaji-etcd"] = {
             "deploy": True,
             "fullnameOverride": KAMAJI_ETCD_NAME,
             "replicas": default_etcd.members,
+            "resources": etcd_resources(),
             # The chart's "must match your management cluster's clusterDomain"
             # (charts/kamaji/values.yaml:105-106).
             "clusterDomain": default_etcd.cluster_domain,
             "datastore": {"enabled": True, "name": DEFAULT_DATASTORE},
+            # A subchart's pods carry the parent's release name.
+            **availability.etcd_placement(KAMAJI_RELEASE, default_etcd.members),
         }
     return values
 
 
+def kamaji_budget(replicas: int) -> Values | None:
+    """The Kamaji controllers' PodDisruptionBudget (the chart ships none), where more than one
+    runs: a drain takes one at a time, the other holds the lease and serves the webhooks."""
+    return availability.disruption_budget(
+        KAMAJI_RELEASE, KAMAJI_NAMESPACE, KAMAJI_SELECTOR, replicas
+    )
+
+
+def default_etcd_release(default_etcd: DefaultEtcd) -> str:
+    """The Helm release the default etcd's pods are labelled with: its own, or Kamaji's (the
+    bundled subchart)."""
+    return KAMAJI_ETCD_NAME if default_etcd.own_release else KAMAJI_RELEASE
+
+
+def default_etcd_budget(default_etcd: DefaultEtcd) -> Values | None:
+    """The default etcd's PodDisruptionBudget (kamaji-etcd ships none): its quorum kept."""
+    return availability.etcd_budget(
+        KAMAJI_ETCD_NAME,
+        KAMAJI_NAMESPACE,
+        default_etcd_release(default_etcd),
+        default_etcd.members,
+    )
+
+
 # ------------------------------------------------------------------------------ kamaji-etcd
+
+# What every kamaji-etcd member requests. The chart requests nothing (values.yaml:99-101,
+# ``resources: {limits: {}, requests: {}}``, into the container at templates/etcd_sts.yaml:
+# 115-116), which makes a member a BestEffort pod: the first the kubelet evicts under memory
+# pressure, and one the scheduler may put on a node with no room for it. Requests only: a memory
+# limit would let the kernel kill a quorum member at a spike. The figures are the program's
+# reservation for a tenant-sized etcd, not a measurement; the capacity model
+# (components.capacity) counts them.
+ETCD_RESOURCES: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType(
+    {"requests": MappingProxyType({"cpu": "100m", "memory": "256Mi"})}
+)
+
+
+def etcd_resources() -> Values:
+    """``ETCD_RESOURCES`` as the chart's ``resources`` value."""
+    return {key: dict(value) for key, value in ETCD_RESOURCES.items()}
+
 
 # kamaji-etcd v0.17.0's defaults (charts/kamaji-etcd/values.yaml:6 replicas, :31 clientPort) and
 # the names its helpers derive from ``fullnameOverride``
@@ -168,6 +233,7 @@ def kamaji_etcd_values(
     values: Values = {
         "fullnameOverride": name,
         "replicas": replicas,
+        "resources": etcd_resources(),
         "clusterDomain": cluster_domain,
         "datastore": {"enabled": datastore, **({"name": name} if datastore else {})},
     }
@@ -191,6 +257,9 @@ def kamaji_etcd_values(
         }
     if claim is not None:
         values["persistentVolumeClaim"] = dict(claim)
+    # Every caller names the release as the workloads (``fullnameOverride``), so ``name`` is the
+    # release its pods are labelled with.
+    values.update(availability.etcd_placement(name, replicas))
     return values
 
 

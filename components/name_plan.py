@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from components.availability import control_plane_budget
 from components.backups.deploy import TENANT_PARTS as BACKUP_TENANT_PARTS
 from components.config import PLATFORM_NAMESPACES, PlatformConfig, Tenant, WorkerPool
 from components.metrics.deploy import tenant_parts as metrics_tenant_parts
@@ -56,6 +57,8 @@ TENANT_PARTS = (
     "admission-policy",
     "admission-binding",
 )
+# A replicated control plane's PodDisruptionBudget (gpu_tenant.py).
+CONTROL_PLANE_BUDGET_PART = "control-plane-budget"
 # Fixed parts of every pool (gpu_worker_pool.py).
 POOL_PARTS = ("declared-inventory",)
 
@@ -105,6 +108,8 @@ def _tenant_names(
 
     for part in (*TENANT_PARTS, *plan.planned_tenant_parts(tenant)):
         yield planned(tenant_child(t, part))
+    if control_plane_budget(t, t, tenant.control_plane.replicas, {}) is not None:
+        yield planned(tenant_child(t, CONTROL_PLANE_BUDGET_PART))
     if tenant.backups.enabled:
         for part in BACKUP_TENANT_PARTS:
             yield planned(tenant_child(t, part))

@@ -471,6 +471,19 @@ class Substrate(Protocol):
         """Whether the program installs cert-manager, or adopts the cluster's own."""
         ...
 
+    def management_nodes(self, platform: PlatformConfig) -> Mapping[str, Any] | None:
+        """The management cluster's nodes (``kubectl get nodes -o json``), read live before
+        anything is registered, for the capacity check (``components.management_nodes``);
+        None where they cannot be known yet (the lab before its kind cluster exists) or the
+        checks are skipped."""
+        ...
+
+    @property
+    def kamaji_replicas(self) -> int:
+        """How many Kamaji controllers run (leader-elected; more than one get a disruption
+        budget and are spread across nodes): lab, one on its one node; prod, two."""
+        ...
+
     def default_etcd(self, platform: PlatformConfig) -> DefaultEtcd | None:
         """How the management cluster runs its own etcd as the DataStore ``default``; None where
         it runs none (every tenant names its DataStore)."""

@@ -25,6 +25,7 @@ from components.config.base import (
     ConfigError,
     problem_message,
 )
+from components.config.capacity import CapacitySettings
 from components.config.datastores import DataStoreBinding, DataStoreSpec, DedicatedDataStore
 from components.config.loading import (
     check_secrets_are_secret,
@@ -77,6 +78,7 @@ __all__ = [
     "SYSTEM_NAMESPACES",
     "WEBHOOK_PLUGINS",
     "AdmissionSettings",
+    "CapacitySettings",
     "CardSpec",
     "ClusterApiVersions",
     "ComponentResources",

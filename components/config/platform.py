@@ -24,6 +24,7 @@ from components.config.base import (
     _matching,
     _Model,
 )
+from components.config.capacity import CapacitySettings
 from components.config.datastores import DataStoreSpec
 from components.config.management import ExistingManagement, KindManagement, Management
 from components.config.metrics import MetricsSettings
@@ -160,6 +161,9 @@ class PlatformConfig(_Model):
     hami: HamiSettings = Field(default=HamiSettings(), description="HAMi inside every tenant")
     metrics: MetricsSettings = Field(
         default=MetricsSettings(), description="per-tenant GPU metrics, chargeback, dashboards"
+    )
+    capacity: CapacitySettings = Field(
+        default=CapacitySettings(), description="the management cluster's capacity check"
     )
     gpu_driver: GpuDriver = Field(
         default=GpuDriver(), description="prod: the NVIDIA driver on the GPU machines"

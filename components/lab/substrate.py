@@ -19,6 +19,7 @@ from components.lab import names as lab_names
 from components.lab import network as lab_network
 from components.lab import tenant as lab_tenant
 from components.lab.workers import lab_workers
+from components.management_nodes import read_nodes
 from components.management_values import DefaultEtcd
 from components.metrics.deploy import MetricsStorage
 from components.metrics.scrape import TenantSource
@@ -46,6 +47,9 @@ class LabSubstrate:
     tenant_metrics_sources: tuple[TenantSource, ...] = ()
     # The program owns the TenantControlPlane directly: a restore pauses only it.
     control_plane_pause_owner: PauseOwner | None = None
+    # One Kamaji on the one kind node: a second would share the node, so it survives no drain
+    # and protects nothing (docs/lab.md, "One of each").
+    kamaji_replicas: int = 1
 
     def config_problems(self, platform: PlatformConfig) -> list[str]:
         return lab_config_checks.problems(platform)
@@ -75,6 +79,10 @@ class LabSubstrate:
             pulumi.log.warn(line)
         # In preview too, when the kind network exists: a pin outside the pool fails here.
         pinned_addresses.check_pinned_addresses(platform)
+
+    def management_nodes(self, platform: PlatformConfig) -> Mapping[str, Any] | None:
+        # The kind node, once the cluster exists (nothing before the first `make lab`).
+        return read_nodes({"KIND_CLUSTER_NAME": platform.kind.cluster_name})
 
     def management_cluster(
         self, name: str, platform: PlatformConfig, component: pulumi.Resource

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from components.availability import topology_spread
 from components.config import Tenant
 from components.tenant_specs import (
     API_SERVER_PORT,
@@ -93,6 +94,11 @@ def kamaji_control_plane(
     }
     if "admissionControllers" in kubernetes:
         spec["admissionControllers"] = kubernetes["admissionControllers"]
+    if tenant.control_plane.replicas > 1:
+        # Its replicas on different nodes (hard) and zones (soft); the provider copies this into
+        # the TenantControlPlane and Kamaji fills in its Deployment's selector
+        # (components.availability).
+        spec["deployment"] = {"topologySpreadConstraints": topology_spread(None)}
     return {
         "apiVersion": KCP_API_VERSION,
         "kind": "KamajiControlPlane",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components import availability
 from components.config import PlatformConfig, Tenant, WorkerPool
 from components.resource_names import (
     DNS1123_LABEL_MAX,
@@ -21,6 +22,9 @@ TENANT_PARTS = (
     "cluster-identity",
     "gpu-operator",
 )
+# A dedicated kamaji-etcd's PodDisruptionBudget (components/prod/tenant.py), where it has a
+# quorum to keep.
+ETCD_BUDGET_PART = "etcd-budget"
 # A pool's Cluster API objects (components/prod/machines.py).
 POOL_PARTS = ("kubeadm-config", "machine-template", "machines")
 
@@ -31,6 +35,8 @@ def tenant_parts(tenant: Tenant) -> list[str]:
     if dedicated is not None:
         if dedicated.deploys_kamaji_etcd:
             parts += ["etcd-issuer", "etcd"]
+            if availability.max_unavailable(dedicated.replicas, quorum=True) is not None:
+                parts.append(ETCD_BUDGET_PART)
         else:
             parts += ["datastore-credentials", "datastore"]
     return parts

@@ -12,6 +12,7 @@ from components import kubernetes_versions
 from components.backups.deploy import configured_targets
 from components.backups.objects import PauseOwner
 from components.config import PlatformConfig, Tenant, WorkerPool
+from components.management_nodes import read_nodes
 from components.management_values import KAMAJI_ETCD_REPLICAS, DefaultEtcd
 from components.metrics.deploy import MetricsStorage
 from components.metrics.objects import PROMETHEUS_CLAIM, prometheus_claim
@@ -58,6 +59,10 @@ class ProdSubstrate:
     tenant_metrics_sources: tuple[TenantSource, ...] = (dcgm_source(GPU_OPERATOR_NAMESPACE),)
     # A restore pauses the tenant's Cluster with the TenantControlPlane.
     control_plane_pause_owner: PauseOwner | None = CLUSTER_PAUSE
+    # Two leader-elected Kamaji controllers on different nodes: one drained or lost, the other
+    # takes the lease and keeps serving the webhooks every TenantControlPlane change goes through
+    # (components.availability).
+    kamaji_replicas: int = 2
 
     def config_problems(self, platform: PlatformConfig) -> list[str]:
         return prod_config_checks.problems(platform)
@@ -79,6 +84,12 @@ class ProdSubstrate:
                 platform.adopted_namespaces,
                 pulumi.Config().get(platform.existing.kubeconfig_config_key),
             )
+
+    def management_nodes(self, platform: PlatformConfig) -> Mapping[str, Any] | None:
+        # The existing cluster, through the management kubeconfig (secret), as the adopted
+        # namespaces are checked.
+        kubeconfig = pulumi.Config().get(platform.existing.kubeconfig_config_key)
+        return read_nodes({"KUBECONFIG_CONTENT": kubeconfig} if kubeconfig else {})
 
     def management_cluster(
         self, name: str, platform: PlatformConfig, component: pulumi.Resource

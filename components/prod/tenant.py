@@ -9,8 +9,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.availability import etcd_budget
 from components.prod.cluster_specs import capi_cluster, infrastructure_cluster, kamaji_control_plane
 from components.prod.machine_specs import CAPI_DELETE_TIMEOUT
+from components.prod.names import ETCD_BUDGET_PART
 from components.prod.tenant_values import (
     dedicated_etcd_issuer,
     driver_repositories_configmap,
@@ -171,6 +173,18 @@ def _dedicated_datastore(
             ),
             site.on_management(depends_on=[namespace, *policies, issuer, *site.management.ready]),
         )
+        release_name = dedicated_etcd_name(tenant.name)
+        budget = etcd_budget(
+            release_name, site.namespace, release_name, dedicated.replicas, site.labels
+        )
+        if budget is not None:
+            # kamaji-etcd ships none (components.availability): its quorum through a drain.
+            k8s.policy.v1.PodDisruptionBudget(
+                f"{site.name}-{ETCD_BUDGET_PART}",
+                metadata=budget["metadata"],
+                spec=budget["spec"],
+                opts=site.on_management(depends_on=[namespace]),
+            )
         return [issuer, release]
     config_key = dedicated.credentials_config_key
     if config_key is None:  # enforced by DedicatedDataStore

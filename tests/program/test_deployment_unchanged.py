@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "db339069fe5744a6b033bdbf7c213ac8d809702e"
+BASELINE = "ea8236ec4c862ccdf3d6461ed77d453da59e1460"
 
 
 def _has_commit(commit: str) -> bool:

@@ -62,6 +62,9 @@ MANAGEMENT_SIDE = (
     "etcd",
     "datastore",
     "datastore-credentials",
+    # The disruption budgets of a replicated control plane and a dedicated etcd (issue 44).
+    "control-plane-budget",
+    "etcd-budget",
     # The tenant's metrics agent runs in its management namespace (docs/metrics.md).
     "metrics-agent-token",
     "metrics-agent-config",

@@ -839,10 +839,15 @@ def test_preflight_never_runs_in_preview() -> None:
 
 
 def test_preflight_is_lab_only(tmp_path: Path) -> None:
-    """The lab host preflight never runs in prod; prod's own check (its adopted namespaces)
-    does, and answers from a kubectl that finds them all."""
+    """The lab host preflight never runs in prod; prod's own checks (its adopted namespaces,
+    its capacity) do, and answer from a kubectl that finds them all and a roomy node."""
     kubectl = tmp_path / "kubectl"
-    kubectl.write_text('#!/usr/bin/env bash\necho "namespace/$3"\n')
+    node = '{"items":[{"spec":{},"status":{"allocatable":{"cpu":"64","memory":"256Gi"}}}]}'
+    kubectl.write_text(
+        "#!/usr/bin/env bash\n"
+        f"if [ \"$2\" = nodes ]; then echo '{node}'; exit 0; fi\n"
+        'echo "namespace/$3"\n'
+    )
     kubectl.chmod(0o755)
     result = _probe(
         "prod",

@@ -269,8 +269,19 @@ def test_the_program_stops_before_registering_when_an_adopted_namespace_is_missi
     assert "\n" not in recording.error.strip()
     assert "tenants[1].managementNamespace.existing: namespace 'team-llm'" in recording.error
     (fake["state"] / "namespaces").write_text("team-vision\nteam-llm\nteam-speech\n")
+    # The capacity check reads the nodes next (components.management_nodes): a recorded,
+    # roomy cluster, since the fake kubectl answers for namespaces only.
+    nodes = fake["state"] / "nodes.json"
+    allocatable = {"cpu": "64", "memory": "256Gi"}
+    nodes.write_text(json.dumps({"items": [{"spec": {}, "status": {"allocatable": allocatable}}]}))
     passing = evaluate(
-        "prod", preview, environment={**fake["env"], "GPU_PLATFORM_SKIP_PREFLIGHT": "0"}
+        "prod",
+        preview,
+        environment={
+            **fake["env"],
+            "GPU_PLATFORM_SKIP_PREFLIGHT": "0",
+            "GPU_PLATFORM_MANAGEMENT_NODES": str(nodes),
+        },
     )
     assert passing.error is None, passing.error
     assert passing.resources

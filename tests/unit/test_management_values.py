@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components import availability
 from components.config import (
     ClusterApiVersions,
     InfrastructureProvider,
@@ -121,8 +122,14 @@ def test_a_default_etcd_not_of_its_own_is_kamajis_subchart_in_the_clusters_domai
         "deploy": True,
         "fullnameOverride": "kamaji-etcd",
         "replicas": 3,
+        # Requests, so that no member is a BestEffort pod (ETCD_RESOURCES).
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "clusterDomain": "corp.example",
         "datastore": {"enabled": True, "name": "default"},
+        # Its three members spread across nodes (components.availability).
+        "topologySpreadConstraints": availability.topology_spread(
+            availability.etcd_selector("kamaji")
+        ),
     }
 
 

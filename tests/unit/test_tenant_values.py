@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.availability import etcd_selector, topology_spread
 from components.config import DedicatedDataStore, GpuDriver, HamiSettings
 from components.config.base import storage_bytes
 from components.lab import tenant as lab_tenant
@@ -267,6 +268,8 @@ def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
     assert values == {
         "fullnameOverride": "team-a-etcd",
         "replicas": 5,
+        # Requests, so that no member is a BestEffort pod (ETCD_RESOURCES).
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "clusterDomain": "cluster.local",
         "persistentVolumeClaim": {"size": "16Gi"},
         # Half of what 16 GiB leaves after 1 GiB (not the chart's 8 GiB whatever the volume).
@@ -287,6 +290,8 @@ def test_kamaji_etcd_serves_one_tenant_under_its_name() -> None:
                 "group": "cert-manager.io",
             },
         },
+        # Its members on different nodes (components.availability).
+        "topologySpreadConstraints": topology_spread(etcd_selector("team-a-etcd")),
     }
 
 

@@ -114,6 +114,13 @@ def new_prod_project(
     """A factory: the prod stack in a new working directory (its own state and PULUMI_HOME)."""
     root = tmp_path_factory.mktemp("engine")
     environment = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
+    # The local API server runs no kubelet, so it lists no nodes, and the capacity check
+    # (components.management_nodes) would refuse the stack against 0 allocatable: a recorded,
+    # roomy cluster stands in for the nodes (the namespace check still asks the server).
+    nodes = root / "management-nodes.json"
+    allocatable = {"cpu": "64", "memory": "256Gi"}
+    nodes.write_text(json.dumps({"items": [{"spec": {}, "status": {"allocatable": allocatable}}]}))
+    environment["GPU_PLATFORM_MANAGEMENT_NODES"] = str(nodes)
 
     def create(name: str) -> Project:
         return Project.create(engine_tools, root / name, "prod", environment)
