@@ -27,55 +27,57 @@ rollout of a control plane, which briefly runs twice its pods.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from components.backups.objects import BackupPlan, backup_cron_job
 from components.config import PlatformConfig, Tenant
+from components.config.base import RESOURCE_QUANTITY
 from components.management_values import ETCD_RESOURCES, KAMAJI_RESOURCES, DefaultEtcd
 from components.metrics import objects as metrics_objects
 
-_CPU = re.compile(r"^(\d+(?:\.\d+)?)(m?)$")
-_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?|e\d+)?$")
-_MEMORY_FACTORS: dict[str | None, int] = {
-    None: 1,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
+# k8s.io/apimachinery v0.35.0 pkg/api/resource/suffix.go:110-133: binary suffixes Ki..Ei, decimal
+# n, u, m, (none), k, M, G, T, P, E, and decimal exponents (e3, E-2); the same grammar the config
+# checks requests and limits with (components.config.base.RESOURCE_QUANTITY).
+_SUFFIX_FACTORS: dict[str, Decimal] = {
+    **{s: Decimal(2) ** (10 * (i + 1)) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
 }
 MIB = 2**20
 
 
-def cpu_millis(quantity: str) -> int:
-    """A CPU quantity (``250m``, ``2``, ``1.5``) in millicores, rounded up."""
-    match = _CPU.match(str(quantity).strip())
+def quantity_value(quantity: str) -> Decimal:
+    """A Kubernetes quantity's value (``250m`` -> 0.25, ``2Gi`` -> 2147483648, ``1e3`` ->
+    1000); ValueError for anything the API server would refuse."""
+    text = str(quantity).strip()
+    match = RESOURCE_QUANTITY.match(text)
     if not match:
-        raise ValueError(f"{quantity!r} is not a CPU quantity like 250m or 2")
-    value = float(match.group(1))
-    return math.ceil(value if match.group(2) else value * 1000)
+        raise ValueError(f"{quantity!r} is not a Kubernetes quantity like 250m, 2 or 512Mi")
+    number, suffix = Decimal(match.group(1)), match.group(3) or ""
+    if suffix[:1] in ("e", "E"):
+        return number * Decimal(10) ** int(suffix[1:])
+    return number * _SUFFIX_FACTORS[suffix]
+
+
+def cpu_millis(quantity: str) -> int:
+    """A CPU quantity (``250m``, ``2``, ``1.5``, ``500000u``) in millicores, rounded up."""
+    return math.ceil(quantity_value(quantity) * 1000)
 
 
 def memory_bytes(quantity: str) -> int:
-    """A memory quantity (``512Mi``, ``1G``, ``1048576``) in bytes."""
-    match = _MEMORY.match(str(quantity).strip())
-    if not match:
-        raise ValueError(f"{quantity!r} is not a memory quantity like 512Mi or 2Gi")
-    suffix = match.group(2)
-    if suffix is not None and suffix.startswith("e"):
-        return math.ceil(float(match.group(1)) * 10.0 ** int(suffix[1:]))
-    factor: int = _MEMORY_FACTORS[suffix]
-    return math.ceil(float(match.group(1)) * factor)
+    """A memory quantity (``512Mi``, ``1G``, ``1048576``, ``1e9``) in bytes, rounded up."""
+    return math.ceil(quantity_value(quantity))
 
 
 @dataclass(frozen=True, order=True)
@@ -108,8 +110,11 @@ class Resources:
 
 
 def requests(resources: Mapping[str, Any] | None) -> Resources:
-    """The ``requests`` of a container's ``resources``."""
-    asked = (resources or {}).get("requests") or {}
+    """The ``requests`` of a container's ``resources``; a resource with a limit and no request
+    requests its limit, as the API server defaults it (kubernetes v1.35.0
+    pkg/apis/core/v1/defaults.go:170-177)."""
+    given = resources or {}
+    asked = {**(given.get("limits") or {}), **(given.get("requests") or {})}
     return Resources(
         cpu_millis(asked["cpu"]) if "cpu" in asked else 0,
         memory_bytes(asked["memory"]) if "memory" in asked else 0,
@@ -152,7 +157,9 @@ class TenantCost:
 def _control_plane(tenant: Tenant) -> Resources:
     parts = tenant.control_plane.resources
     per_pod = _total(
-        requests({"requests": dict(component.requests or {})})
+        requests(
+            {"requests": dict(component.requests or {}), "limits": dict(component.limits or {})}
+        )
         for component in (parts.api_server, parts.controller_manager, parts.scheduler)
     )
     return per_pod.times(tenant.control_plane.replicas)

@@ -55,6 +55,33 @@ def test_memory_quantities(quantity: str, size: int) -> None:
     assert capacity.memory_bytes(quantity) == size
 
 
+@pytest.mark.parametrize(
+    ("quantity", "millis"),
+    [(".5", 500), ("1.", 1000), ("500000u", 500), ("2000000000n", 2000), ("1e0", 1000)],
+)
+def test_every_cpu_quantity_the_config_accepts_is_read(quantity: str, millis: int) -> None:
+    """The config takes any Kubernetes quantity (components.config.base.RESOURCE_QUANTITY): the
+    model reads each, instead of a traceback at preview (review of issue 44's first version)."""
+    assert capacity.cpu_millis(quantity) == millis
+
+
+@pytest.mark.parametrize(("quantity", "size"), [("500k", 500_000), (".5Gi", 512 * MIB)])
+def test_every_memory_quantity_the_config_accepts_is_read(quantity: str, size: int) -> None:
+    assert capacity.memory_bytes(quantity) == size
+
+
+def test_a_suffix_kubernetes_refuses_is_refused() -> None:
+    with pytest.raises(ValueError, match="'1K'"):
+        capacity.memory_bytes("1K")  # "K" is no suffix of resource.Quantity; "k" is
+
+
+def test_a_limit_without_a_request_counts_as_its_request() -> None:
+    """The API server defaults a missing request to the limit (kubernetes v1.35.0
+    pkg/apis/core/v1/defaults.go:170-177)."""
+    asked = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "250m"}}
+    assert capacity.requests(asked) == Resources(250, 1024 * MIB)
+
+
 def test_a_bad_quantity_is_named() -> None:
     with pytest.raises(ValueError, match="'12x'"):
         capacity.memory_bytes("12x")
