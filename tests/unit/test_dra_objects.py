@@ -3,6 +3,7 @@ fractions in the shape resource.k8s.io/v1 of Kubernetes v1.35.0 accepts."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -104,3 +105,40 @@ def test_a_pod_references_the_template_from_its_container() -> None:
         },
     }
     assert builtin_violations(VERSION, pod) == []
+
+
+def test_a_dra_workload_is_a_template_and_a_deployment_that_uses_it() -> None:
+    from components.config import Workload
+    from components.tenant_specs import dra_workload
+
+    workload = Workload.model_validate(
+        {"name": "infer", "replicas": 2, "gpu": {"cards": 1, "memoryMiB": 20000, "cores": 100}}
+    )
+    template, deployment = dra_workload(workload, "tenant-a", DRIVER, DRIVER)
+    assert template["metadata"]["name"] == "infer-gpu"
+    assert template["metadata"]["labels"] == deployment["metadata"]["labels"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "infer-gpu"}]
+    assert pod["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}
+    assert "nvidia.com/gpu" not in json.dumps(deployment)
+    for manifest in (template, {"apiVersion": "apps/v1", "kind": "Deployment", **deployment}):
+        assert builtin_violations(VERSION, manifest) == []
+
+
+def test_the_lab_drivers_objects_validate_against_v1_35() -> None:
+    from components.lab import dra_driver
+
+    objects = dra_driver.manifests(2, {"gpu-platform.io/tenant": "tenant-a"})
+    assert set(objects) == {
+        "serviceAccount",
+        "clusterRole",
+        "clusterRoleBinding",
+        "daemonSet",
+        "deviceClass",
+    }
+    for manifest in objects.values():
+        assert builtin_violations(VERSION, manifest) == [], manifest["kind"]
+    env = objects["daemonSet"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "NUM_DEVICES", "value": "2"} in env
+    with pytest.raises(ValueError, match="at least 1"):
+        dra_driver.manifests(0, {})
