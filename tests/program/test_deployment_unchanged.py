@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "2be9a5186939a9081229d2f2eb7eba1cd492e462"
+BASELINE = "5136172a89e5b6c07f4eb2600c41a99cdfa9aaeb"
 
 
 def _has_commit(commit: str) -> bool:
