@@ -105,3 +105,70 @@ def test_the_privileged_driver_runs_where_the_tenants_rules_allow_it() -> None:
     assert dra_driver.NAMESPACE in webhook_excluded_namespaces()
     daemon_set = dra_driver.manifests(1, {})["daemonSet"]
     assert daemon_set["metadata"]["namespace"] == dra_driver.NAMESPACE
+
+
+def _dra_findings(recording: Recording, change: Any) -> list[str]:
+    """dra-claims' messages on the recorded DRA lab stack after ``change(registration)``."""
+    changed = []
+    for reg in recording.resources:
+        reg = copy.deepcopy(reg)
+        for props in (reg.inputs, reg.outputs):
+            if props:
+                change(reg, props)
+        changed.append(reg)
+    findings = run_pack(changed, load_policy_config("lab"))
+    return [f.message for f in findings if f.policy == "dra-claims"]
+
+
+def _exactly(props: dict[str, Any]) -> dict[str, Any]:
+    exactly: dict[str, Any] = props["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    return exactly
+
+
+TEMPLATE = "tenant-a-workload-default-whole-card-claims"
+DEPLOYMENT = "tenant-a-workload-default-whole-card"
+
+
+def test_dra_claims_finds_replicas_beyond_the_cards(recording: Recording) -> None:
+    def two_replicas(reg: Any, props: dict[str, Any]) -> None:
+        if reg.name == DEPLOYMENT:
+            props["spec"]["replicas"] = 2
+
+    (message,) = _dra_findings(recording, two_replicas)
+    assert "replica 2 of 2 would stay Pending" in message
+    assert "1 whole card(s) of at least 20000 MiB" in message
+
+
+def test_dra_claims_finds_a_card_too_small(recording: Recording) -> None:
+    def larger(reg: Any, props: dict[str, Any]) -> None:
+        if reg.name == TEMPLATE:
+            selector = _exactly(props)["selectors"][0]["cel"]
+            selector["expression"] = selector["expression"].replace("20000Mi", "90000Mi")
+
+    (message,) = _dra_findings(recording, larger)
+    assert "replica 1 of 1 would stay Pending" in message
+
+
+def test_dra_claims_refuses_a_share_the_api_server_would_drop(recording: Recording) -> None:
+    def share(reg: Any, props: dict[str, Any]) -> None:
+        if reg.name == TEMPLATE:
+            _exactly(props)["capacity"] = {"requests": {"memory": "20000Mi", "compute": "30"}}
+
+    (message,) = _dra_findings(recording, share)
+    assert "DRAConsumableCapacity" in message
+    assert "take a whole card" in message
+
+
+def test_dra_claims_refuses_a_device_class_the_tenant_lacks(recording: Recording) -> None:
+    def other_class(reg: Any, props: dict[str, Any]) -> None:
+        if reg.name == TEMPLATE:
+            _exactly(props)["deviceClassName"] = "gpu.nvidia.com"
+
+    (message,) = _dra_findings(recording, other_class)
+    assert "'gpu.nvidia.com', which the tenant does not register (gpu.example.com)" in message
+
+
+def test_dra_claims_has_nothing_to_say_on_the_dra_lab(
+    recording: Recording,
+) -> None:
+    assert _dra_findings(recording, lambda reg, props: None) == []
