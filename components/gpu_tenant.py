@@ -57,6 +57,7 @@ from components.availability import control_plane_budget
 from components.backups import deploy as backups
 from components.backups.objects import BackupPlan
 from components.config import PlatformConfig, Tenant
+from components.k8s_objects import typed_object
 from components.kubernetes_versions import upgrade_problem
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, IDENTITY_READ_SUFFIX
 from components.management_cluster import ManagementCluster
@@ -69,6 +70,7 @@ from components.substrate import (
     BASH,
     NOTHING_TO_DELETE,
     Declared,
+    DraDriver,
     InsideTenant,
     Substrate,
     TenantSite,
@@ -78,6 +80,7 @@ from components.tenant_specs import (
     datastore_shape,
     datastore_shape_problem,
     deployed_datastore_shape,
+    dra_workload,
     kubeconfig_server,
     namespaces_to_create,
     network_policies,
@@ -208,6 +211,8 @@ class GpuTenant(pulumi.ComponentResource):
         # The tenant's namespace in the management cluster (``managementNamespace``).
         self._ns = args.tenant.namespace
         self.hami_namespace = HAMI_NAMESPACE
+        # A gpuSharing: dra tenant's driver (its DeviceClass), set with HAMi inside the tenant.
+        self._dra: DraDriver | None = None
 
         address = args.address if args.address is not None else args.tenant.control_plane.address
         self._address: pulumi.Output[str] | None = (
@@ -516,7 +521,12 @@ class GpuTenant(pulumi.ComponentResource):
             ),
             inside.opts(depends_on=hami_after),
         )
-        self._substrate.after_hami(inside, hami, modes)
+        if tenant.gpu_sharing == "dra":
+            # The environment's DRA driver publishes the cards instead of HAMi's device plugin;
+            # HAMi's webhook and scheduler stay (they leave pods without its resources alone).
+            self._dra = self._substrate.dra_driver(inside, tenant, after=[hami])
+        else:
+            self._substrate.after_hami(inside, hami, modes)
         for quota in tenant.gpu_quotas:
             manifest = resource_quota(quota, tenant.name)
             created = self._namespaces.get(quota.namespace)
@@ -569,16 +579,30 @@ class GpuTenant(pulumi.ComponentResource):
         suite's question, not a reason to fail the platform's deployment."""
         for workload in self._tenant.workloads:
             manifest = workload_deployment(workload, self._tenant.name)
+            created = self._namespaces.get(workload.namespace)
+            namespace = [created] if created else []
+            after: list[pulumi.Resource] = [self._hami]
+            if self._dra is not None:
+                template, manifest = dra_workload(
+                    workload, self._tenant.name, self._dra.device_class, self._dra.driver
+                )
+                claims = typed_object(
+                    resource_names.tenant_workload_claims(
+                        self._name, workload.namespace, workload.name
+                    ),
+                    template,
+                    self._in_tenant(depends_on=[*self._dra.ready, *namespace]),
+                )
+                after = [*self._dra.ready, claims]
             metadata: Any = {
                 **manifest["metadata"],
                 "annotations": {"pulumi.com/skipAwait": "true"},
             }
-            created = self._namespaces.get(workload.namespace)
             k8s.apps.v1.Deployment(
                 resource_names.tenant_workload(self._name, workload.namespace, workload.name),
                 metadata=metadata,
                 spec=manifest["spec"],
-                opts=self._in_tenant(depends_on=[self._hami, *([created] if created else [])]),
+                opts=self._in_tenant(depends_on=[*after, *namespace]),
             )
 
     def _backups(

@@ -42,6 +42,8 @@ _KINDS: Mapping[str, tuple[Callable[..., Any], tuple[tuple[str, str], ...]]] = M
         "DaemonSet": (k8s.apps.v1.DaemonSet, (("spec", "spec"),)),
         "Deployment": (k8s.apps.v1.Deployment, (("spec", "spec"),)),
         "CronJob": (k8s.batch.v1.CronJob, (("spec", "spec"),)),
+        "DeviceClass": (k8s.resource.v1.DeviceClass, (("spec", "spec"),)),
+        "ResourceClaimTemplate": (k8s.resource.v1.ResourceClaimTemplate, (("spec", "spec"),)),
     }
 )
 

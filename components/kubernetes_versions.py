@@ -177,3 +177,52 @@ def worker_skew_problem(control_plane: str, worker: str) -> str | None:
             f"control plane ({control_plane}); kubelets may be at most 3 minors older"
         )
     return None
+
+
+# ------------------------------------------------------------------ Dynamic Resource Allocation
+#
+# What a tenant version's API server and scheduler allow a DRA tenant (``gpuSharing: dra``),
+# traced at kubernetes v1.35.0 (pkg/features/kube_features.go):
+#
+# * ``DynamicResourceAllocation`` is GA and on by default from 1.34 (:1292-1296), and
+#   ``resource.k8s.io/v1`` (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice) is
+#   the version it serves; below 1.34 the feature is beta and off by default (:1294).
+# * ``DRAConsumableCapacity`` (several claims sharing one device, each consuming part of its
+#   capacity: ``Device.allowMultipleAllocations``, ``ExactDeviceRequest.capacity``,
+#   ``DeviceConstraint.distinctAttribute``) is alpha and off by default from 1.34 with no later
+#   entry at v1.35.0 (:1232-1234). With the gate off the API server silently drops those fields
+#   (pkg/api/resourceclaimspec/util.go:131-150), so a fraction would become a whole card.
+# * ``DRAPartitionableDevices`` (shared counters) is alpha and off by default from 1.33
+#   (:1252-1254); nothing here uses it.
+#
+# The platform turns on no alpha gate in a tenant, and v1.36's gates are not traced here at a
+# tag, so fractions are refused on every version the pins allow until they are.
+DRA_GA_MINOR = 34
+CONSUMABLE_CAPACITY_GATE = "DRAConsumableCapacity"
+CONSUMABLE_CAPACITY_TRACED_THROUGH_MINOR = 35
+
+
+def dra_problem(version: str) -> str | None:
+    """Why a tenant at ``version`` cannot take ``gpuSharing: dra``; None when it can."""
+    if Version.parse(version).minor < DRA_GA_MINOR:
+        return (
+            f"{version} serves no resource.k8s.io/v1 (DynamicResourceAllocation is GA from "
+            f"v1.{DRA_GA_MINOR}); give the tenant v1.{DRA_GA_MINOR} or later, or keep "
+            "gpuSharing: hami"
+        )
+    return None
+
+
+def fractions_problem(version: str) -> str | None:
+    """Why a DRA tenant at ``version`` cannot share one card between claims (a fraction);
+    None when it can. No version the pins allow can yet (see above)."""
+    minor = Version.parse(version).minor
+    if minor <= CONSUMABLE_CAPACITY_TRACED_THROUGH_MINOR:
+        return (
+            f"sharing a card under DRA needs the {CONSUMABLE_CAPACITY_GATE} feature gate, alpha "
+            f"and off by default at {version} (and the platform enables no alpha gate)"
+        )
+    return (
+        f"sharing a card under DRA needs the {CONSUMABLE_CAPACITY_GATE} feature gate, whose "
+        f"state at {version} is not traced here yet"
+    )

@@ -37,6 +37,7 @@ from components.resource_names import (
     tenant_namespace,
     tenant_quota,
     tenant_workload,
+    tenant_workload_claims,
 )
 from components.tenant_specs import namespaces_to_create, network_policies
 from components.tenant_values import HAMI_NAMESPACE, TIGERA_OPERATOR_NAMESPACE
@@ -129,6 +130,8 @@ def _tenant_names(
     for w_index, workload in enumerate(tenant.workloads):
         owner = f"tenants[{index}].workloads[{w_index}] ({t}: {workload.namespace}/{workload.name})"
         yield planned(tenant_workload(t, workload.namespace, workload.name), owner)
+        if tenant.gpu_sharing == "dra":
+            yield planned(tenant_workload_claims(t, workload.namespace, workload.name), owner)
     for p_index, pool in enumerate(tenant.worker_pools):
         owner = f"tenants[{index}].workerPools[{p_index}] ({t}: pool {pool.name})"
         name = pool_component(t, pool.name)

@@ -60,6 +60,11 @@ def tenant_workload(tenant: str, namespace: str, name: str) -> str:
     return tenant_child(tenant, f"workload-{namespace}-{name}")
 
 
+def tenant_workload_claims(tenant: str, namespace: str, name: str) -> str:
+    """A DRA tenant's workload's ResourceClaimTemplate inside the tenant cluster."""
+    return tenant_child(tenant, f"workload-{namespace}-{name}-claims")
+
+
 def pool_child(pool: str, suffix: str) -> str:
     """A resource under a GpuWorkerPool named ``pool`` (see ``pool_component``)."""
     return f"{pool}-{suffix}"

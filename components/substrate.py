@@ -77,6 +77,16 @@ class TenantView(Protocol):
 
 
 @dataclass(frozen=True)
+class DraDriver:
+    """A tenant's DRA driver: the DeviceClass its workloads' claims name, the driver name (the
+    attribute and capacity domain of its devices) and what a workload must wait for."""
+
+    device_class: str
+    driver: str
+    ready: Sequence[pulumi.Resource]
+
+
+@dataclass(frozen=True)
 class Declared:
     """A custom resource the program registered, with what a read of it by ID needs."""
 
@@ -555,6 +565,13 @@ class Substrate(Protocol):
 
     def after_hami(self, inside: InsideTenant, hami: pulumi.Resource, modes: set[str]) -> None:
         """What the environment adds inside a tenant once HAMi runs."""
+        ...
+
+    def dra_driver(
+        self, inside: InsideTenant, tenant: Tenant, after: Sequence[pulumi.Resource]
+    ) -> DraDriver:
+        """The DRA driver of a ``gpuSharing: dra`` tenant, in place of what ``after_hami`` adds
+        (HAMi's device plugin): it publishes the tenant's cards as ResourceSlices."""
         ...
 
     # ----- a worker pool

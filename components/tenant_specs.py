@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import yaml
 
+from components import dra
 from components.config import (
     SYSTEM_NAMESPACES,
     ConfigError,
@@ -541,6 +542,26 @@ def workload_deployment(workload: Workload, tenant_name: str) -> dict[str, Any]:
             },
         },
     }
+
+
+def dra_workload(
+    workload: Workload, tenant_name: str, device_class: str, driver: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A declared workload of a ``gpuSharing: dra`` tenant: its ResourceClaimTemplate (one
+    claim per pod for the same cards, MiB and units, ``components.dra``) and its Deployment,
+    whose pods refer to the template instead of asking HAMi's extended resources."""
+    deployment = workload_deployment(workload, tenant_name)
+    name = f"{workload.name}-gpu"
+    request = dra.CardRequest(
+        cards=workload.gpu.cards, memory_mib=workload.gpu.memory_mib, compute=workload.gpu.cores
+    )
+    template = dra.claim_template(name, workload.namespace, request, device_class, driver)
+    template["metadata"]["labels"] = dict(deployment["metadata"]["labels"])
+    claims, resources = dra.pod_claim_fields(name)
+    pod = deployment["spec"]["template"]["spec"]
+    pod["resourceClaims"] = claims
+    pod["containers"][0]["resources"] = resources
+    return template, deployment
 
 
 # ------------------------------------------------------------------------------ kubeconfig

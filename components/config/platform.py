@@ -29,6 +29,7 @@ from components.config.datastores import DataStoreSpec
 from components.config.management import ExistingManagement, KindManagement, Management
 from components.config.metrics import MetricsSettings
 from components.config.tenants import Tenant
+from components.kubernetes_versions import dra_problem, fractions_problem
 from components.versions import kind_node_image
 
 
@@ -243,7 +244,40 @@ def platform_problems(platform: PlatformConfig, *, default_datastore: bool) -> l
         *_management_namespace_problems(platform),
         *_workload_quota_problems(platform),
         *_backup_problems(platform),
+        *_gpu_sharing_problems(platform),
     ]
+
+
+def _gpu_sharing_problems(platform: PlatformConfig) -> list[str]:
+    """What a ``gpuSharing: dra`` tenant's own version cannot do (components.kubernetes_versions
+    traces the API and the feature gates): no resource.k8s.io/v1 below v1.34; no fraction of a
+    card (a workload with cores below 100) while DRAConsumableCapacity is off; and its
+    gpuQuotas would meter HAMi's extended resources, which a DRA pod never requests. The
+    driver's own limits are the environment's checks (components.lab, components.prod)."""
+    problems: list[str] = []
+    for t_index, tenant in enumerate(platform.tenants):
+        if tenant.gpu_sharing != "dra":
+            continue
+        key = f"tenants[{t_index}]"
+        version = platform.version_of(tenant)
+        problem = dra_problem(version)
+        if problem is not None:
+            problems.append(f"{key}.gpuSharing: dra: {problem}")
+            continue
+        for w_index, workload in enumerate(tenant.workloads):
+            if workload.gpu.cores < 100:
+                problems.append(
+                    f"{key}.workloads[{w_index}].gpu.cores: {workload.gpu.cores} is a fraction "
+                    f"of a card: {fractions_problem(version)}; ask for cores: 100 (whole cards) "
+                    "or keep gpuSharing: hami"
+                )
+        if tenant.gpu_quotas:
+            problems.append(
+                f"{key}.gpuQuotas: they limit HAMi's nvidia.com/gpumem, gpucores and gpu, which "
+                "a DRA pod never requests (it asks through ResourceClaims), so they would "
+                "meter nothing; remove gpuQuotas or keep gpuSharing: hami"
+            )
+    return problems
 
 
 def _backup_problems(platform: PlatformConfig) -> list[str]:

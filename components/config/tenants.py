@@ -343,6 +343,13 @@ class Tenant(_Model):
         description="scheduled, verified exports of its datastore to S3-compatible storage "
         "(docs/backups.md)",
     )
+    gpu_sharing: Literal["hami", "dra"] = Field(
+        default="hami",
+        description="how its GPUs are shared: hami (HAMi's device plugin, webhook and "
+        "scheduler extender) or dra (Dynamic Resource Allocation: ResourceSlices from a DRA "
+        "driver, ResourceClaims; whole cards only until a tenant version enables "
+        "DRAConsumableCapacity; docs/dra.md)",
+    )
 
     @field_validator("name")
     @classmethod

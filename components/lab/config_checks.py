@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from components import kubernetes_versions
 from components.config import PlatformConfig
+from components.lab import dra_driver
 from components.lab.mock_device_plugin import MAX_NODE_MEMORY_MIB
 from components.lab.network import pinned_address_problems, pool_size_problem
 from components.versions import KIND_RELEASE
@@ -23,7 +24,35 @@ def problems(platform: PlatformConfig) -> list[str]:
         *_management_namespaces(platform),
         *_gpu_driver(platform),
         *_addresses(platform),
+        *_dra_driver(platform),
     ]
+
+
+def _dra_driver(platform: PlatformConfig) -> list[str]:
+    """A ``gpuSharing: dra`` tenant's cards come from the lab's fake DRA driver
+    (``components.lab.dra_driver``), which publishes only 80Gi/100-unit cards, the same count
+    on every node."""
+    found: list[str] = []
+    release = f"dra-example-driver {dra_driver.DRIVER_RELEASE}"
+    for t_index, tenant in enumerate(platform.tenants):
+        if tenant.gpu_sharing != "dra":
+            continue
+        for p_index, pool in enumerate(tenant.worker_pools):
+            if not dra_driver.publishable(pool.resolved_cards()):
+                found.append(
+                    f"tenants[{t_index}].workerPools[{p_index}].cards: the lab's DRA driver "
+                    f"({release}) publishes every card as {dra_driver.CARD_MEMORY_MIB} MiB and "
+                    f"{dra_driver.CARD_COMPUTE} compute units; declare A100-80GB cards or keep "
+                    "gpuSharing: hami"
+                )
+        counts = dra_driver.cards_per_node([pool.resolved_cards() for pool in tenant.worker_pools])
+        if len(counts) > 1:
+            found.append(
+                f"tenants[{t_index}].workerPools: the lab's DRA driver ({release}) publishes "
+                f"one card count on every node, and the pools declare {sorted(counts)}; give "
+                "every pool the same number of cards per node or keep gpuSharing: hami"
+            )
+    return found
 
 
 def _management(platform: PlatformConfig) -> list[str]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from components.config import PlatformConfig, WorkerPool
+from components.config import PlatformConfig, Tenant, WorkerPool
 from components.resource_names import worker_node_name
 
 # The TenantControlPlane and the read of its live uid (gpu_tenant.py, IDENTITY_READ_SUFFIX);
-# the lab's own kube-proxy and mock device plugin (components/lab/tenant.py).
+# the lab's own kube-proxy, mock device plugin and DRA driver (components/lab/tenant.py).
 TENANT_PARTS = (
     "control-plane",
     "control-plane-identity",
@@ -16,11 +16,21 @@ TENANT_PARTS = (
     "kube-proxy-config-reader",
     "kube-proxy-config-reader-binding",
     "kube-proxy-config",
+)
+# HAMi's mock device plugin (gpuSharing: hami) or the fake DRA driver (dra).
+MOCK_DEVICE_PLUGIN_PARTS = (
     "mock-device-plugin",
     "mock-device-plugin-account",
     "mock-device-plugin-role",
     "mock-device-plugin-binding",
     "mock-device-plugin-config",
+)
+DRA_DRIVER_PARTS = (
+    "dra-driver",
+    "dra-driver-account",
+    "dra-driver-role",
+    "dra-driver-binding",
+    "dra-driver-device-class",
 )
 # A pool's image and completer, and each worker ``<pool>-<i>`` (components/lab/workers.py).
 POOL_PARTS = (
@@ -34,6 +44,11 @@ POOL_PARTS = (
     "completer",
 )
 WORKER_PARTS = ("var", "node-images", "node-join", "gpu-capacity", "inventory")
+
+
+def tenant_parts(tenant: Tenant) -> list[str]:
+    sharing = DRA_DRIVER_PARTS if tenant.gpu_sharing == "dra" else MOCK_DEVICE_PLUGIN_PARTS
+    return [*TENANT_PARTS, *sharing]
 
 
 def pool_parts(pool: WorkerPool) -> list[str]:

@@ -26,6 +26,7 @@ from components.metrics.scrape import TenantSource
 from components.substrate import (
     ClusterAccess,
     ControlPlaneParts,
+    DraDriver,
     InsideTenant,
     ManagementSite,
     PoolParts,
@@ -55,7 +56,7 @@ class LabSubstrate:
         return lab_config_checks.problems(platform)
 
     def planned_tenant_parts(self, tenant: Tenant) -> Sequence[str]:
-        return lab_names.TENANT_PARTS
+        return lab_names.tenant_parts(tenant)
 
     def planned_pool_parts(self, pool: WorkerPool) -> Sequence[str]:
         return lab_names.pool_parts(pool)
@@ -149,6 +150,11 @@ class LabSubstrate:
     def after_hami(self, inside: InsideTenant, hami: pulumi.Resource, modes: set[str]) -> None:
         if "mock" in modes:
             lab_tenant.mock_device_plugin(inside, after=[hami])
+
+    def dra_driver(
+        self, inside: InsideTenant, tenant: Tenant, after: Sequence[pulumi.Resource]
+    ) -> DraDriver:
+        return lab_tenant.dra_driver(inside, tenant, after)
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         return lab_workers(site)

@@ -10,12 +10,15 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.config import Tenant
 from components.k8s_objects import typed_object
+from components.lab import dra_driver as dra_driver_objects
 from components.lab import kube_proxy as kube_proxy_objects
 from components.lab import mock_device_plugin as mock_device_plugin_objects
 from components.labels import LAB_ONLY_LABEL
 from components.substrate import (
     ControlPlaneParts,
+    DraDriver,
     InsideTenant,
     KubeconfigRead,
     TenantSite,
@@ -148,6 +151,41 @@ def lab_kube_proxy(inside: InsideTenant) -> k8s.apps.v1.DaemonSet:
         name, objects["daemonSet"], inside.opts(depends_on=[binding, config])
     )
     return daemon_set
+
+
+def dra_driver(inside: InsideTenant, tenant: Tenant, after: Sequence[pulumi.Resource]) -> DraDriver:
+    """LAB_ONLY: the fake DRA driver (``components.lab.dra_driver``, dra-example-driver
+    v0.4.0) in place of HAMi's mock device plugin, for a ``gpuSharing: dra`` tenant: it
+    publishes ``numDevices`` cards per node, the tenant's count (the configuration checks make
+    every pool's the same and every card publishable)."""
+    (count,) = dra_driver_objects.cards_per_node([p.resolved_cards() for p in tenant.worker_pools])
+    labels = {**inside.site.labels, LAB_ONLY_LABEL: "true"}
+    objects = dra_driver_objects.manifests(count, labels)
+    name = f"{inside.site.name}-dra-driver"
+    account = typed_object(
+        f"{name}-account", objects["serviceAccount"], inside.opts(depends_on=[*after])
+    )
+    role = typed_object(f"{name}-role", objects["clusterRole"], inside.opts(depends_on=[*after]))
+    binding = typed_object(
+        f"{name}-binding", objects["clusterRoleBinding"], inside.opts(depends_on=[role, account])
+    )
+    device_class = typed_object(
+        f"{name}-device-class", objects["deviceClass"], inside.opts(depends_on=[*after])
+    )
+    timeout = f"{inside.site.release_timeout}s"
+    daemon_set = typed_object(
+        name,
+        objects["daemonSet"],
+        inside.opts(
+            depends_on=[binding],
+            custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+        ),
+    )
+    return DraDriver(
+        device_class=dra_driver_objects.DEVICE_CLASS,
+        driver=dra_driver_objects.DRIVER_NAME,
+        ready=[device_class, daemon_set],
+    )
 
 
 def mock_device_plugin(

@@ -24,6 +24,19 @@ def problems(platform: PlatformConfig) -> list[str]:
         *_pool_providers(platform),
         *_shared_addresses(platform),
         *_backup_targets(platform),
+        *_dra(platform),
+    ]
+
+
+def _dra(platform: PlatformConfig) -> list[str]:
+    """Prod pins no DRA driver yet: HAMi-DRA's only release, chart 0.0.1 (Project-HAMi/HAMi-DRA
+    hami-dra-0.0.1, charts/hami-dra/values.yaml:47-50, 102-105), ships its webhook only as
+    ``:latest`` and its driver as ``v0.0.1-dev``, which no pin can hold."""
+    return [
+        f"tenants[{index}].gpuSharing: dra: prod pins no DRA driver yet (HAMi-DRA 0.0.1 ships "
+        "its images only as :latest and v0.0.1-dev); keep gpuSharing: hami"
+        for index, tenant in enumerate(platform.tenants)
+        if tenant.gpu_sharing == "dra"
     ]
 
 

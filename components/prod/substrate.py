@@ -26,6 +26,7 @@ from components.prod.machines import cluster_api_machines
 from components.substrate import (
     ClusterAccess,
     ControlPlaneParts,
+    DraDriver,
     InsideTenant,
     ManagementSite,
     PoolParts,
@@ -146,6 +147,12 @@ class ProdSubstrate:
 
     def after_hami(self, inside: InsideTenant, hami: pulumi.Resource, modes: set[str]) -> None:
         return None
+
+    def dra_driver(
+        self, inside: InsideTenant, tenant: Tenant, after: Sequence[pulumi.Resource]
+    ) -> DraDriver:
+        # Unreachable: the configuration refuses gpuSharing: dra in prod (config_checks._dra).
+        raise ValueError(f"{tenant.name}: prod pins no DRA driver")
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         return cluster_api_machines(site)

@@ -246,7 +246,12 @@ def check_pod_spec(spec: Any) -> list[str]:
         found, asks = check_container(ref)
         messages.extend(found)
         asks_gpu = asks_gpu or asks
-    if not asks_gpu:
+    # A pod that references ResourceClaims (gpuSharing: dra) takes cards too: the device-access,
+    # host-namespace and nodeName checks apply to it as to a HAMi pod (the shared rules'
+    # ``asksDevice``); the schedulerName check is HAMi's own.
+    claims = get(spec, "resourceClaims")
+    claims_devices = isinstance(claims, list) and len(claims) > 0
+    if not asks_gpu and not claims_devices:
         return messages
     for ref in containers(spec):
         if _privileged(ref):
@@ -279,7 +284,11 @@ def check_pod_spec(spec: Any) -> list[str]:
             "allocated). Remove nodeName (use a nodeSelector or affinity instead)"
         )
     scheduler = get(spec, "schedulerName")
-    if isinstance(scheduler, str) and scheduler not in ("", DEFAULT_SCHEDULER, HAMI_SCHEDULER):
+    if (
+        asks_gpu
+        and isinstance(scheduler, str)
+        and scheduler not in ("", DEFAULT_SCHEDULER, HAMI_SCHEDULER)
+    ):
         messages.append(
             f"pod spec sets schedulerName {scheduler!r}; HAMi's webhook then leaves the pod "
             f"alone and it is not scheduled by {HAMI_SCHEDULER}, so no card is allocated. Remove "

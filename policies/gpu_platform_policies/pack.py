@@ -37,6 +37,7 @@ from gpu_platform_policies.common import (
     string_list,
 )
 from gpu_platform_policies.datastores import REQUIRE_DEDICATED_KEY, check_datastores
+from gpu_platform_policies.dra_claims import check_dra
 from gpu_platform_policies.gpu_requests import REMEDIATION as GPU_REQUESTS_REMEDIATION
 from gpu_platform_policies.gpu_requests import check_workload
 from gpu_platform_policies.kube import may_hold_pod_specs
@@ -66,9 +67,11 @@ HAMI_SCHEDULER_VERSION: Final = "hami-scheduler-version"
 HAMI_QUOTA_FIT: Final = "hami-quota-fit"
 HAMI_ADMISSION_RULES: Final = "hami-admission-rules"
 HAMI_WEBHOOK_COVERAGE: Final = "hami-webhook-coverage"
+DRA_CLAIMS: Final = "dra-claims"
 POLICY_NAMES: Final = (
     HAMI_GPU_REQUESTS,
     HAMI_CAPACITY_FIT,
+    DRA_CLAIMS,
     HAMI_QUOTA_FIT,
     HAMI_WEBHOOK_COVERAGE,
     HAMI_ADMISSION_RULES,
@@ -101,6 +104,10 @@ def validate_gpu_requests(args: ResourceValidationArgs, report: ReportViolation)
 
 def validate_capacity(args: StackValidationArgs, report: ReportViolation) -> None:
     _report_all(check_capacity(_stack(args)), report)
+
+
+def validate_dra(args: StackValidationArgs, report: ReportViolation) -> None:
+    _report_all(check_dra(_stack(args)), report)
 
 
 def validate_datastores(args: StackValidationArgs, report: ReportViolation) -> None:
@@ -181,6 +188,21 @@ def build_policies() -> list[Policy]:
             remediation_steps=(
                 "Lower the workload's gpumem/gpucores/gpu or its replicas, or add cards to the "
                 "tenant's worker pools (workerPools[].cards in the stack config)."
+            ),
+        ),
+        StackValidationPolicy(
+            name=DRA_CLAIMS,
+            description=(
+                "A gpuSharing: dra tenant's ResourceClaimTemplates ask whole cards of a "
+                "DeviceClass it registers, and the Deployments using them fit its declared "
+                "cards (DRA allocation model)."
+            ),
+            validate=validate_dra,
+            enforcement_level=mandatory,
+            severity=Severity.HIGH,
+            remediation_steps=(
+                "Ask for whole cards (no capacity, no distinctAttribute) of the tenant's "
+                "DeviceClass, lower replicas or cards, or add cards to the tenant's worker pools."
             ),
         ),
         StackValidationPolicy(

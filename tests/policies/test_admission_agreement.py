@@ -116,6 +116,15 @@ def bad(*rules: str) -> frozenset[str]:
     return frozenset(rules)
 
 
+def dra(privileged: bool | None = None, **extra: Any) -> dict[str, Any]:
+    """A pod of a gpuSharing: dra tenant: its container uses a claim from a template
+    (components.dra.pod_claim_fields), no nvidia.com/ resource."""
+    c = container(None, privileged=privileged)
+    c["resources"] = {"claims": [{"name": "gpu"}]}
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "infer-gpu"}]
+    return pod_spec([c], resourceClaims=claims, **extra)
+
+
 NVD = "NVIDIA_VISIBLE_DEVICES"
 CASES = [
     Case("good-floats-as-pulumi-sends", one(gpu(20000.0, 30.0))),
@@ -240,6 +249,24 @@ CASES = [
     Case("bad-cap-all-lowercase", with_caps("all"), bad("hami-device-access")),
     Case("bad-host-ipc", one(gpu(), hostIPC=True), bad("hami-host-namespaces")),
     Case("bad-host-pid", one(gpu(), hostPID=True), bad("hami-host-namespaces")),
+    # Pods that take cards through ResourceClaims (gpuSharing: dra) are GPU pods for the
+    # device-access rules too; HAMi's own rules leave them alone.
+    Case("good-dra-claim-pod", dra()),
+    Case(
+        "good-dra-pod-in-hami-ignored-namespace",
+        dra(),
+        namespace_labels={"hami.io/webhook": "ignore"},
+    ),
+    Case("bad-dra-privileged", dra(privileged=True), bad("hami-device-access")),
+    Case(
+        "bad-dra-privileged-in-privileged-namespace",
+        dra(privileged=True),
+        bad("hami-device-access"),
+        namespace="tools",
+        settings=AdmissionSettings(privilegedNamespaces=["tools"]),  # type: ignore[call-arg]
+    ),
+    Case("bad-dra-host-pid", dra(hostPID=True), bad("hami-host-namespaces")),
+    Case("bad-dra-node-name", dra(nodeName="n1"), bad("hami-node-name")),
     Case(
         "bad-pod-skips-webhook",
         one(gpu()),

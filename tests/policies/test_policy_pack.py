@@ -18,6 +18,7 @@ from tests.policies.recorded import load_policy_config, reconcile
 POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
 STACK_POLICIES = {
     "hami-capacity-fit",
+    "dra-claims",
     "hami-quota-fit",
     "hami-webhook-coverage",
     "hami-admission-rules",

@@ -24,6 +24,15 @@ def _lab() -> dict[str, Any]:
     return copy.deepcopy(load_stack_config("lab"))
 
 
+def _dra_lab() -> dict[str, Any]:
+    """The lab with tenant-a on gpuSharing: dra (the fake DRA driver, claim templates)."""
+    from tests.unit.test_dra_config import dra_lab
+
+    config = copy.deepcopy(load_stack_config("lab"))
+    config[PLATFORM] = dra_lab()
+    return config
+
+
 def _rich_lab() -> dict[str, Any]:
     """The lab with everything that multiplies names: two pools of two nodes, quotas and
     workloads in namespaces the tenant has to create."""
@@ -58,6 +67,7 @@ def _rich_prod() -> dict[str, Any]:
 CONFIGS = {
     "lab": ("lab", _lab),
     "rich-lab": ("lab", _rich_lab),
+    "dra-lab": ("lab", _dra_lab),
     "prod": ("prod", lambda: copy.deepcopy(load_stack_config("prod"))),
     "rich-prod": ("prod", _rich_prod),
 }

@@ -1,0 +1,174 @@
+"""A lab stack with tenant-a switched to ``gpuSharing: dra`` (issue 43, point 3), under mocks:
+the program evaluates, registers the fake DRA driver in place of HAMi's mock device plugin for
+that tenant only, the workload as a ResourceClaimTemplate and a Deployment whose pod uses it,
+and the policy pack passes it."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from components.lab import dra_driver
+from tests.policies.recorded import blocking, load_policy_config, run_pack
+from tests.support.harness import Recording, evaluate, load_stack_config
+from tests.support.kube_schemas import builtin_violations
+from tests.unit.test_dra_config import dra_lab
+
+PLATFORM_KEY = "gpu-platform:platform"
+VERSION = "v1.35.0"
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["up", "preview"])
+def recording(request: pytest.FixtureRequest) -> Recording:
+    config = copy.deepcopy(load_stack_config("lab"))
+    config[PLATFORM_KEY] = dra_lab()
+    return evaluate("lab", request.param, config=config)
+
+
+def _named(recording: Recording, suffix: str) -> list[Any]:
+    return [r for r in recording.resources if r.name.endswith(suffix)]
+
+
+def test_the_stack_evaluates(recording: Recording) -> None:
+    assert recording.error is None, recording.error
+
+
+def test_the_dra_tenant_gets_the_driver_and_not_the_mock_device_plugin(
+    recording: Recording,
+) -> None:
+    names = {r.name for r in recording.resources}
+    assert "tenant-a-dra-driver" in names
+    assert "tenant-a-mock-device-plugin" not in names
+    # The other tenant keeps HAMi's path.
+    assert "tenant-b-mock-device-plugin" in names
+    assert "tenant-b-dra-driver" not in names
+    assert {"tenant-a-hami", "tenant-b-hami"} <= names
+
+
+def test_the_driver_publishes_the_tenants_card_count(recording: Recording) -> None:
+    (daemon_set,) = _named(recording, "tenant-a-dra-driver")
+    container = daemon_set.inputs["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["NUM_DEVICES"] == "1"
+    assert env["DRIVER_NAME"] == dra_driver.DRIVER_NAME
+    assert env["GPU_ALLOW_MULTIPLE_ALLOCATIONS"] == "false"
+    assert container["image"] == dra_driver.IMAGE
+    (device_class,) = _named(recording, "tenant-a-dra-driver-device-class")
+    assert device_class.type == "kubernetes:resource.k8s.io/v1:DeviceClass"
+
+
+def test_the_workload_claims_a_whole_card_through_a_template(recording: Recording) -> None:
+    (template,) = _named(recording, "tenant-a-workload-default-whole-card-claims")
+    assert template.type == "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+    (request,) = template.inputs["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"]["deviceClassName"] == dra_driver.DEVICE_CLASS
+    assert request["exactly"]["count"] == 1
+    (deployment,) = _named(recording, "tenant-a-workload-default-whole-card")
+    pod = deployment.inputs["spec"]["template"]["spec"]
+    assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "whole-card-gpu"}]
+    assert pod["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}
+    assert template.urn in deployment.dependencies
+
+
+def test_the_registered_dra_objects_validate_against_v1_35(recording: Recording) -> None:
+    kinds = {
+        "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate": "ResourceClaimTemplate",
+        "kubernetes:resource.k8s.io/v1:DeviceClass": "DeviceClass",
+        "kubernetes:apps/v1:DaemonSet": "DaemonSet",
+    }
+    checked = 0
+    for reg in recording.resources:
+        kind = kinds.get(reg.type)
+        if kind is None or not reg.name.startswith("tenant-a-"):
+            continue
+        api = reg.type.split(":")[1]
+        manifest = {"apiVersion": api, "kind": kind, **reg.inputs}
+        manifest.pop("__defaults", None)
+        assert builtin_violations(VERSION, manifest) == [], reg.name
+        checked += 1
+    assert checked >= 3
+
+
+def test_the_policy_pack_passes_it(recording: Recording) -> None:
+    findings = run_pack(recording.resources, load_policy_config("lab"))
+    assert [f for f in findings if f.message.startswith("can't run")] == []
+    assert blocking(findings) == [], "\n".join(f"{f.policy}: {f.message}" for f in findings)
+
+
+def test_the_privileged_driver_runs_where_the_tenants_rules_allow_it() -> None:
+    """The plugin is privileged: outside the namespaces the tenant's admission rules skip, its
+    own API server (and the pack) would refuse its pods, as they did in a namespace of its own."""
+    from components.tenant_values import webhook_excluded_namespaces
+
+    assert dra_driver.NAMESPACE in webhook_excluded_namespaces()
+    daemon_set = dra_driver.manifests(1, {})["daemonSet"]
+    assert daemon_set["metadata"]["namespace"] == dra_driver.NAMESPACE
+
+
+def _dra_findings(recording: Recording, change: Any) -> list[str]:
+    """dra-claims' messages on the recorded DRA lab stack after ``change(registration)``."""
+    changed = []
+    for reg in recording.resources:
+        reg = copy.deepcopy(reg)
+        for props in (reg.inputs, reg.outputs):
+            if props:
+                change(reg, props)
+        changed.append(reg)
+    findings = run_pack(changed, load_policy_config("lab"))
+    return [f.message for f in findings if f.policy == "dra-claims"]
+
+
+def _exactly(props: dict[str, Any]) -> dict[str, Any]:
+    exactly: dict[str, Any] = props["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    return exactly
+
+
+TEMPLATE = "tenant-a-workload-default-whole-card-claims"
+DEPLOYMENT = "tenant-a-workload-default-whole-card"
+
+
+def test_dra_claims_finds_replicas_beyond_the_cards(recording: Recording) -> None:
+    def two_replicas(reg: Any, props: dict[str, Any]) -> None:
+        if reg.name == DEPLOYMENT:
+            props["spec"]["replicas"] = 2
+
+    (message,) = _dra_findings(recording, two_replicas)
+    assert "replica 2 of 2 would stay Pending" in message
+    assert "1 whole card(s) of at least 20000 MiB" in message
+
+
+def test_dra_claims_finds_a_card_too_small(recording: Recording) -> None:
+    def larger(reg: Any, props: dict[str, Any]) -> None:
+        if reg.name == TEMPLATE:
+            selector = _exactly(props)["selectors"][0]["cel"]
+            selector["expression"] = selector["expression"].replace("20000Mi", "90000Mi")
+
+    (message,) = _dra_findings(recording, larger)
+    assert "replica 1 of 1 would stay Pending" in message
+
+
+def test_dra_claims_refuses_a_share_the_api_server_would_drop(recording: Recording) -> None:
+    def share(reg: Any, props: dict[str, Any]) -> None:
+        if reg.name == TEMPLATE:
+            _exactly(props)["capacity"] = {"requests": {"memory": "20000Mi", "compute": "30"}}
+
+    (message,) = _dra_findings(recording, share)
+    assert "DRAConsumableCapacity" in message
+    assert "take a whole card" in message
+
+
+def test_dra_claims_refuses_a_device_class_the_tenant_lacks(recording: Recording) -> None:
+    def other_class(reg: Any, props: dict[str, Any]) -> None:
+        if reg.name == TEMPLATE:
+            _exactly(props)["deviceClassName"] = "gpu.nvidia.com"
+
+    (message,) = _dra_findings(recording, other_class)
+    assert "'gpu.nvidia.com', which the tenant does not register (gpu.example.com)" in message
+
+
+def test_dra_claims_has_nothing_to_say_on_the_dra_lab(
+    recording: Recording,
+) -> None:
+    assert _dra_findings(recording, lambda reg, props: None) == []
