@@ -591,7 +591,14 @@ class GpuTenant(pulumi.ComponentResource):
                         self._name, workload.namespace, workload.name
                     ),
                     template,
-                    self._in_tenant(depends_on=[*self._dra.ready, *namespace]),
+                    # Immutable once created (kubernetes v1.35.0
+                    # pkg/apis/resource/validation/validation.go:617-624): a changed request
+                    # replaces it, under the same name, so the old one goes first.
+                    self._in_tenant(
+                        depends_on=[*self._dra.ready, *namespace],
+                        replace_on_changes=["spec"],
+                        delete_before_replace=True,
+                    ),
                 )
                 after = [*self._dra.ready, claims]
             metadata: Any = {

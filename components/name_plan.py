@@ -76,8 +76,8 @@ class NamePlan(Protocol):
         """Suffixes of the environment's own children of a GpuTenant."""
         ...
 
-    def planned_pool_parts(self, pool: WorkerPool) -> Sequence[str]:
-        """Suffixes of the environment's own children of a GpuWorkerPool."""
+    def planned_pool_parts(self, tenant: Tenant, pool: WorkerPool) -> Sequence[str]:
+        """Suffixes of the environment's own children of a GpuWorkerPool (of ``tenant``)."""
         ...
 
     def name_length_problems(self, platform: PlatformConfig) -> list[str]:
@@ -136,7 +136,7 @@ def _tenant_names(
         owner = f"tenants[{index}].workerPools[{p_index}] ({t}: pool {pool.name})"
         name = pool_component(t, pool.name)
         yield planned(name, owner)
-        for part in (*POOL_PARTS, *plan.planned_pool_parts(pool)):
+        for part in (*POOL_PARTS, *plan.planned_pool_parts(tenant, pool)):
             yield PlannedName(POOL_SCOPE, pool_child(name, part), owner)
 
 

@@ -456,8 +456,8 @@ class Substrate(Protocol):
         """Suffixes of the environment's own children of a GpuTenant (``components.name_plan``)."""
         ...
 
-    def planned_pool_parts(self, pool: WorkerPool) -> Sequence[str]:
-        """Suffixes of the environment's own children of a GpuWorkerPool."""
+    def planned_pool_parts(self, tenant: Tenant, pool: WorkerPool) -> Sequence[str]:
+        """Suffixes of the environment's own children of a GpuWorkerPool (of ``tenant``)."""
         ...
 
     def name_length_problems(self, platform: PlatformConfig) -> list[str]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -544,6 +545,10 @@ def workload_deployment(workload: Workload, tenant_name: str) -> dict[str, Any]:
     }
 
 
+# The digest of a DRA workload's claim template spec on its pod template (``dra_workload``).
+CLAIM_SPEC_ANNOTATION = "gpu-platform.io/claim-template-spec"
+
+
 def dra_workload(
     workload: Workload, tenant_name: str, device_class: str, driver: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -561,6 +566,13 @@ def dra_workload(
     pod = deployment["spec"]["template"]["spec"]
     pod["resourceClaims"] = claims
     pod["containers"][0]["resources"] = resources
+    # A template's spec is immutable (kubernetes v1.35.0
+    # pkg/apis/resource/validation/validation.go:617-624), so a changed request replaces it
+    # under the same name (gpu_tenant.py) and the pods must follow: the spec's digest in the pod
+    # template rolls the Deployment onto claims made from the new one.
+    digest = hashlib.sha256(json.dumps(template["spec"], sort_keys=True).encode()).hexdigest()
+    annotations = deployment["spec"]["template"]["metadata"].setdefault("annotations", {})
+    annotations[CLAIM_SPEC_ANNOTATION] = digest[:16]
     return template, deployment
 
 

@@ -32,10 +32,10 @@ DRA_DRIVER_PARTS = (
     "dra-driver-binding",
     "dra-driver-device-class",
 )
-# A pool's image and completer, and each worker ``<pool>-<i>`` (components/lab/workers.py).
-POOL_PARTS = (
-    "version-gate",
-    "worker-image",
+# A pool's image and completer, and each worker ``<pool>-<i>`` (components/lab/workers.py); a
+# gpuSharing: dra tenant's pools have no completer and no HAMi capacity patch.
+POOL_PARTS = ("version-gate", "worker-image")
+COMPLETER_PARTS = (
     "completer-namespace",
     "completer-account",
     "completer-role",
@@ -43,7 +43,8 @@ POOL_PARTS = (
     "completer-script",
     "completer",
 )
-WORKER_PARTS = ("var", "node-images", "node-join", "gpu-capacity", "inventory")
+WORKER_PARTS = ("var", "node-images", "node-join", "inventory")
+HAMI_WORKER_PARTS = ("gpu-capacity",)
 
 
 def tenant_parts(tenant: Tenant) -> list[str]:
@@ -51,11 +52,14 @@ def tenant_parts(tenant: Tenant) -> list[str]:
     return [*TENANT_PARTS, *sharing]
 
 
-def pool_parts(pool: WorkerPool) -> list[str]:
-    parts = [*POOL_PARTS]
+def pool_parts(tenant: Tenant, pool: WorkerPool) -> list[str]:
+    hami = tenant.gpu_sharing == "hami"
+    parts = [*POOL_PARTS, *(COMPLETER_PARTS if hami else ())]
     for node in range(pool.replicas):
         parts.append(str(node))
-        parts += [f"{node}-{part}" for part in WORKER_PARTS]
+        parts += [
+            f"{node}-{part}" for part in (*WORKER_PARTS, *(HAMI_WORKER_PARTS if hami else ()))
+        ]
     return parts
 
 

@@ -58,8 +58,8 @@ class LabSubstrate:
     def planned_tenant_parts(self, tenant: Tenant) -> Sequence[str]:
         return lab_names.tenant_parts(tenant)
 
-    def planned_pool_parts(self, pool: WorkerPool) -> Sequence[str]:
-        return lab_names.pool_parts(pool)
+    def planned_pool_parts(self, tenant: Tenant, pool: WorkerPool) -> Sequence[str]:
+        return lab_names.pool_parts(tenant, pool)
 
     def name_length_problems(self, platform: PlatformConfig) -> list[str]:
         return lab_names.name_length_problems(platform)

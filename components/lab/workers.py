@@ -123,6 +123,10 @@ def lab_workers(site: PoolSite) -> PoolParts:
     # the inventory patch) waits until the previous worker is back with its inventory.
     previous: list[pulumi.Resource] = []
     joins: list[command.local.Command] = []
+    # HAMi's simulated cards (its register annotation, the nvidia.com/gpu capacity, the mock
+    # allocation completer) only where HAMi shares them: a gpuSharing: dra tenant's cards are
+    # published by its DRA driver alone, or HAMi's scheduler would hand out the same cards too.
+    hami_cards = args.tenant_config.gpu_sharing == "hami"
     # What each node must carry; the completer keeps it in place across restarts.
     identity = {
         node: node_state(
@@ -131,8 +135,10 @@ def lab_workers(site: PoolSite) -> PoolParts:
                 HAMI_NODE_REGISTER: node_register_annotation(
                     tenant_name, pool.name, node, cards, pool.slots_per_card
                 )
-            },
-            {GPU_COUNT_RESOURCE: capacity},
+            }
+            if hami_cards
+            else {},
+            {GPU_COUNT_RESOURCE: capacity} if hami_cards else {},
         )
         for node in names
     }
@@ -201,21 +207,24 @@ def lab_workers(site: PoolSite) -> PoolParts:
             ),
         )
         joins.append(join)
-        capacity_patch = command.local.Command(
-            f"{name}-{index}-gpu-capacity",
-            create=_script("patch-gpu-capacity.sh"),
-            delete=_script("unpatch-gpu-capacity.sh"),
-            interpreter=list(BASH),
-            environment={
-                "NODE_NAME": node,
-                "TENANT_KUBECONFIG": kubeconfig,
-                "GPU_RESOURCE": GPU_COUNT_RESOURCE,
-                "GPU_CAPACITY": capacity,
-            },
-            logging=command.local.Logging.STDOUT_AND_STDERR,
-            triggers=[join.id],
-            opts=site.opts(depends_on=[join], delete_before_replace=True),
-        )
+        patches: list[pulumi.Resource] = []
+        if hami_cards:
+            capacity_patch = command.local.Command(
+                f"{name}-{index}-gpu-capacity",
+                create=_script("patch-gpu-capacity.sh"),
+                delete=_script("unpatch-gpu-capacity.sh"),
+                interpreter=list(BASH),
+                environment={
+                    "NODE_NAME": node,
+                    "TENANT_KUBECONFIG": kubeconfig,
+                    "GPU_RESOURCE": GPU_COUNT_RESOURCE,
+                    "GPU_CAPACITY": capacity,
+                },
+                logging=command.local.Logging.STDOUT_AND_STDERR,
+                triggers=[join.id],
+                opts=site.opts(depends_on=[join], delete_before_replace=True),
+            )
+            patches.append(capacity_patch)
         # LAB_ONLY: simulated cards. A NodePatch (server-side apply) owns only these fields;
         # it wins over the completer, which co-owns them once it had to put one back.
         inventory = k8s.core.v1.NodePatch(
@@ -231,8 +240,8 @@ def lab_workers(site: PoolSite) -> PoolParts:
             },
             opts=site.in_tenant(depends_on=[join]),
         )
-        previous = [inventory, capacity_patch]
-    completer = _mock_allocation_completer(site, joins, identity)
+        previous = [inventory, *patches]
+    completer = _mock_allocation_completer(site, joins, identity) if hami_cards else None
     node_names = pulumi.Output.all(*[join.id for join in joins]).apply(lambda _: list(names))
     return PoolParts(node_names=node_names, completer=completer)
 

@@ -71,7 +71,7 @@ class ProdSubstrate:
     def planned_tenant_parts(self, tenant: Tenant) -> Sequence[str]:
         return prod_names.tenant_parts(tenant)
 
-    def planned_pool_parts(self, pool: WorkerPool) -> Sequence[str]:
+    def planned_pool_parts(self, tenant: Tenant, pool: WorkerPool) -> Sequence[str]:
         return prod_names.pool_parts(pool)
 
     def name_length_problems(self, platform: PlatformConfig) -> list[str]:

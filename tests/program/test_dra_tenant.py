@@ -47,6 +47,54 @@ def test_the_dra_tenant_gets_the_driver_and_not_the_mock_device_plugin(
     assert {"tenant-a-hami", "tenant-b-hami"} <= names
 
 
+def test_the_dra_tenants_cards_are_not_also_offered_to_hami(recording: Recording) -> None:
+    """HAMi's webhook and scheduler stay in a dra tenant, so its workers must not advertise
+    HAMi's simulated cards (nvidia.com/gpu capacity, the register annotation, the completer
+    that keeps them): hami-scheduler would hand out the cards the DRA driver publishes (an
+    independent review of issue 43's first version)."""
+    names = {r.name for r in recording.resources}
+    tenant_a = {n for n in names if n.startswith("tenant-a-")}
+    assert not {n for n in tenant_a if n.endswith("-gpu-capacity")}
+    assert not {n for n in tenant_a if "completer" in n}
+    inventories = [
+        r
+        for r in recording.resources
+        if r.name.startswith("tenant-a-") and r.type == "kubernetes:core/v1:NodePatch"
+    ]
+    assert inventories
+    for inventory in inventories:
+        annotations = inventory.inputs["metadata"]["annotations"]
+        assert not [key for key in annotations if key.startswith("hami.io/")]
+    # The hami tenant keeps all three.
+    assert {n for n in names if n.startswith("tenant-b-") and n.endswith("-gpu-capacity")}
+    assert {n for n in names if n.startswith("tenant-b-") and "completer" in n}
+
+
+def test_a_changed_request_replaces_the_immutable_template_and_rolls_the_pods(
+    recording: Recording,
+) -> None:
+    """A ResourceClaimTemplate's spec cannot be updated (kubernetes v1.35.0
+    pkg/apis/resource/validation/validation.go:617-624): the program replaces it, old first
+    (same name), and the Deployment's pods carry the spec's digest, so a changed request rolls
+    them onto claims from the new template instead of failing the update."""
+    from components.tenant_specs import CLAIM_SPEC_ANNOTATION
+
+    (template,) = _named(recording, "tenant-a-workload-default-whole-card-claims")
+    assert "spec" in template.options["replace_on_changes"]
+    assert template.options["delete_before_replace"] is True
+    (deployment,) = _named(recording, "tenant-a-workload-default-whole-card")
+    pod = deployment.inputs["spec"]["template"]
+    before = pod["metadata"]["annotations"][CLAIM_SPEC_ANNOTATION]
+    config = copy.deepcopy(load_stack_config("lab"))
+    config[PLATFORM_KEY] = dra_lab()
+    tenant = next(t for t in config[PLATFORM_KEY]["tenants"] if t["name"] == "tenant-a")
+    tenant["workloads"][0]["gpu"]["memoryMiB"] = tenant["workloads"][0]["gpu"]["memoryMiB"] - 1
+    changed = evaluate("lab", True, config=config)
+    (moved,) = _named(changed, "tenant-a-workload-default-whole-card")
+    after = moved.inputs["spec"]["template"]["metadata"]["annotations"][CLAIM_SPEC_ANNOTATION]
+    assert after != before
+
+
 def test_the_driver_publishes_the_tenants_card_count(recording: Recording) -> None:
     (daemon_set,) = _named(recording, "tenant-a-dra-driver")
     container = daemon_set.inputs["spec"]["template"]["spec"]["containers"][0]
