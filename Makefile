@@ -84,8 +84,13 @@ backup-test-venv: $(BACKUP_TEST_STAMP) ## Create tests/backup/.venv (moto, botoc
 .PHONY: test
 # pytest exits 5 when it collected no test. make turns every failed recipe into its own exit
 # status 2, so only the recipe can tell "no tests ran" apart from a failure and say so.
+# The offline suite runs on TEST_WORKERS processes (pytest-xdist; `auto`: one per CPU, `0`: in
+# this process alone); worksteal: an idle worker takes tests queued on a busy one.
+# docs/testing.md gives its time on the 2-core machine.
+TEST_WORKERS ?= auto
 test: venv policy-venv backup-test-venv ## The offline suite: mocks, policies, contracts, unit tests (never touches a live stack)
-	$(BIN)/python -m pytest -q -m "not live and not integration" --ignore=tests/local || { status=$$?; \
+	$(BIN)/python -m pytest -q -m "not live and not integration" --ignore=tests/local \
+	  -n $(TEST_WORKERS) --dist worksteal || { status=$$?; \
 	  if [ $$status -eq 5 ]; then echo "FAIL: no tests ran (pytest collected none)" >&2; fi; \
 	  exit $$status; }
 

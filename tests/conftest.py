@@ -1,14 +1,55 @@
-"""Shared pytest fixtures: where the pinned upstream files live."""
+"""Shared pytest fixtures: where the pinned upstream files live; the session's own temporary
+directory, which must be empty at the end (tests/support/scratch.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
 
+from tests.support import charts
 from tests.support.harness import Recording, evaluate
+from tests.support.scratch import SESSION_PREFIX, leak_report, leftovers
 from tests.support.upstream import upstream_dir_or_none
+
+SESSION_TEMP = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every temporary file of the session (and of the processes it starts) goes to a directory
+    of its own. An xdist worker (``workerinput``: pytest-xdist's mark of one) inherits its
+    controller's through ``TMPDIR``; the controller checks it after the workers have stopped."""
+    if hasattr(config, "workerinput"):
+        return
+    root = Path(tempfile.mkdtemp(prefix=SESSION_PREFIX))
+    config.stash[SESSION_TEMP] = root
+    os.environ["TMPDIR"] = str(root)
+    tempfile.tempdir = None  # tempfile.gettempdir() reads TMPDIR again
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]:
+    """Fail the run when it left anything in its temporary directory; remove that directory.
+    Runs after every other sessionfinish hook (xdist's stops the workers in its own)."""
+    root = session.config.stash.get(SESSION_TEMP, None)
+    try:
+        charts.release_scratch()
+        result = yield
+        left = leftovers(root) if root is not None and root.is_dir() else []
+    finally:
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write("\n")
+            reporter.write_line(leak_report(root, left), red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return result
 
 
 @pytest.fixture(scope="session")

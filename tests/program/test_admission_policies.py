@@ -24,15 +24,13 @@ Evaluated = Callable[[str, bool], Recording]
 
 
 @pytest.fixture(scope="module")
-def evaluated() -> Evaluated:
-    cache: dict[tuple[str, bool], Recording] = {}
+def evaluated(recordings: Evaluated) -> Evaluated:
+    """The stack files as shipped: the session's evaluations (tests/conftest.py), not four more."""
 
     def get(stack: str, preview: bool) -> Recording:
-        if (stack, preview) not in cache:
-            recording = evaluate(stack, preview)
-            assert recording.error is None, recording.error
-            cache[(stack, preview)] = recording
-        return cache[(stack, preview)]
+        recording = recordings(stack, preview)
+        assert recording.error is None, recording.error
+        return recording
 
     return get
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from tests.support.harness import evaluate, load_stack_config
+from tests.support.harness import Recording, evaluate, load_stack_config
 
 
 @pytest.mark.parametrize("preview", [False, True], ids=["update", "preview"])
@@ -34,7 +34,7 @@ def test_a_secret_written_in_clear_into_the_stack_file_is_refused(preview: bool)
     assert recording.resources == []
 
 
-def test_the_shipped_prod_stack_file_holds_its_secrets_as_secrets() -> None:
+def test_the_shipped_prod_stack_file_holds_its_secrets_as_secrets(prod: Recording) -> None:
     """The same check passes where the stack file names secrets it does not hold in clear."""
-    recording = evaluate("prod", False)
+    recording = prod
     assert recording.error is None, recording.error

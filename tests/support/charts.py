@@ -32,6 +32,7 @@ What "as ``helm install`` would" means here, and where it stops:
 
 from __future__ import annotations
 
+import atexit
 import copy
 import functools
 import hashlib
@@ -340,14 +341,39 @@ def fingerprint(path: Path) -> str:
     return digest.hexdigest()
 
 
+SCRATCH_PREFIX = "gpu-platform-chart-"
+
+
+@functools.cache
+def _scratch_root() -> Path:
+    """The one directory of this process that holds every prepared chart, made on first use.
+    ``release_scratch`` removes it (the test session does, at its end: tests/conftest.py); a
+    process that never calls it removes it at exit."""
+    root = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    atexit.register(shutil.rmtree, root, True)
+    return root
+
+
+def release_scratch() -> None:
+    """Remove every prepared chart of this process (and forget them: the next render prepares
+    its chart anew)."""
+    if _scratch_root.cache_info().currsize == 0:
+        return
+    root = _scratch_root()
+    _prepared_chart.cache_clear()
+    _scratch_root.cache_clear()
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @functools.lru_cache(maxsize=64)
 def _prepared_chart(path: str, fingerprint: str, caps: ClusterCapabilities) -> Path:
     """Unpack the chart (and every subchart archive inside it) into a scratch directory and pin
-    its Capabilities references to ``caps``. Cached per chart content and target."""
+    its Capabilities references to ``caps``. Cached per chart content and target; the scratch
+    directories live under ``_scratch_root()`` until ``release_scratch``."""
     import helm_python
 
     del fingerprint  # part of the cache key only
-    scratch = Path(tempfile.mkdtemp(prefix="gpu-platform-chart-"))
+    scratch = Path(tempfile.mkdtemp(dir=_scratch_root()))
     source = Path(path)
     if source.is_dir():
         root = scratch / source.name

@@ -190,6 +190,29 @@ def test_a_ci_run_in_which_no_test_ran_fails_and_says_so(tmp_path: Path) -> None
     assert not _said_no_tests_ran(failed)
 
 
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+@pytest.mark.parametrize("suite_status", [0, 1])
+def test_a_ci_run_ends_with_the_suites_and_its_own_wall_clock(
+    tmp_path: Path, suite_status: int
+) -> None:
+    """Issue 41: the time `make test` took, and the whole run's, are the last lines, whether the
+    suite passed or failed (a failing suite stops the run)."""
+    ran = _ci_run(_ci_checkout(tmp_path), suite_status)
+    status = 2 if suite_status else 0  # make's own status for a failed recipe
+    assert ran.returncode == status
+    lines = ran.stdout.splitlines()
+    suite = [line for line in lines if line.startswith("== make test: ")]
+    assert len(suite) == 1, ran.stdout
+    assert re.fullmatch(
+        rf"== make test: \d+ min \d\d s wall clock \(exit status {status}\)", suite[0]
+    )
+    assert re.fullmatch(
+        r"== wall clock: make test \d+ min \d\d s; \.ci/run \d+ min \d\d s in all "
+        rf"\(exit status {status}\)",
+        lines[-1],
+    ), ran.stdout
+
+
 def _said_no_tests_ran(run: subprocess.CompletedProcess[str]) -> bool:
     """A line of its own (make also echoes the recipe, which holds the same words)."""
     return any(line.startswith("FAIL: no tests ran") for line in run.stderr.splitlines())

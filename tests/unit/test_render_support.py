@@ -4,6 +4,9 @@ Helm's manifest splitting, and the CEL and schema checks."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -233,3 +236,38 @@ def test_cel_sees_what_the_api_server_stores_defaults_ints_and_membership() -> N
         "<root>: even port",
         "<root>: known port",
     ]
+
+
+_SCRATCH_CHILD = """
+import sys
+from pathlib import Path
+sys.path.insert(0, ".")
+from tests.support import charts
+inputs = {"chart": sys.argv[1], "name": "demo", "namespace": "ns", "values": {}}
+caps = charts.ClusterCapabilities("v1.35.0", frozenset())
+charts.render_release(inputs, caps)
+root = charts._scratch_root()
+print("prepared", sorted(p.name for p in root.iterdir()) != [])
+charts.release_scratch()
+print("released", not root.exists())
+charts.render_release(inputs, caps)  # prepared anew, removed at exit
+"""
+
+
+def test_prepared_charts_are_removed_after_use(demo_chart: Path, tmp_path: Path) -> None:
+    """Issue 41 point 5: the scratch directories of prepared charts are removed by
+    ``release_scratch`` (the session's end) or at the process's exit, never left in the temp
+    directory (146 were, after one day of runs)."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    child = subprocess.run(
+        [sys.executable, "-c", _SCRATCH_CHILD, str(demo_chart)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "TMPDIR": str(temp)},
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.split() == ["prepared", "True", "released", "True"]
+    assert sorted(p.name for p in temp.iterdir()) == []
