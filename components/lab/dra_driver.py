@@ -6,7 +6,7 @@ Pure facts and builders (no Pulumi). Traced at kubernetes-sigs/dra-example-drive
 
 * Its ``gpu`` profile publishes ``numDevices`` cards per node, every one alike:
   ``memory`` capacity 80Gi and ``compute`` 100, attributes ``index``, ``uuid``, ``model``
-  ("LATEST-GPU-MODEL") and ``driverVersion`` (internal/profiles/gpu/gpu.go:70-71, 81-94,
+  ("LATEST-GPU-MODEL") and ``driverVersion`` (internal/profiles/gpu/gpu.go:72-73, 81-94,
   172-181); ``numDevices`` is one chart value for every node
   (deployments/helm/dra-example-driver/templates/kubeletplugin.yaml:87-88, values.yaml
   ``kubeletPlugin.numDevices``). It therefore publishes a declared inventory exactly when every

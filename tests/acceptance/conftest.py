@@ -153,7 +153,8 @@ def plan(live: LiveStack) -> SharingPlan:
     if found is None:
         why = (
             "no tenant pool has nodes with exactly one card of >= 80000 MiB and 100 compute "
-            "units and >= 4 slots: the report's sharing scenario cannot run on this stack"
+            "units and >= 4 slots among the tenants HAMi shares cards for (gpuSharing: hami): "
+            "the report's sharing scenario cannot run on this stack"
         )
         if live.platform.mode == "lab":
             pytest.fail(why, pytrace=False)

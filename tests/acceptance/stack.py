@@ -319,6 +319,17 @@ def tenant_inventory(tenant: Tenant) -> Inventory:
     return total
 
 
+def shares_with_hami(tenant: Tenant) -> bool:
+    """The tenant's cards are HAMi's (``gpuSharing: hami``, the default). A ``dra`` tenant's
+    are published by its DRA driver as ResourceSlices (docs/dra.md): no HAMi inventory, mock
+    device plugin, allocation or series to judge there; the HAMi tests leave it out and say so."""
+    return tenant.gpu_sharing == "hami"
+
+
+def hami_tenants(platform: PlatformConfig) -> list[Tenant]:
+    return [t for t in platform.tenants if shares_with_hami(t)]
+
+
 def uses_mock(platform: PlatformConfig, pool: WorkerPool) -> bool:
     """The pool's nodes run HAMi's mock device plugin (lab default) instead of the real one."""
     return device_mode(platform, pool) == "mock"
@@ -359,7 +370,7 @@ def expected_capacity(platform: PlatformConfig, tenant: Tenant) -> dict[str, int
     """The GPU capacity the tenant's nodes must advertise in total (TC-07/08): nvidia.com/gpu =
     slots of every pool; nvidia.com/gpumem (MiB) and gpucores (units) from the mock device plugin
     of the pools that use it (the real plugin does not advertise them). Every key is required."""
-    if not tenant.worker_pools:
+    if not tenant.worker_pools or not shares_with_hami(tenant):
         return {}
     total: dict[str, int] = {NVIDIA_GPU: tenant_inventory(tenant).slots}
     for pool in tenant.worker_pools:
@@ -429,7 +440,7 @@ def plan_sharing(
     """The first tenant pool whose nodes carry exactly one card on which the report's scenario
     works: cores run out before memory and slots (a single card of >= 4 x 20000 MiB and 100
     compute units, >= 4 slots). None when no tenant declares such a pool."""
-    for tenant in platform.tenants:
+    for tenant in hami_tenants(platform):
         for pool in tenant.worker_pools:
             cards = pool.resolved_cards()
             if len(cards) != 1 or cards[0][1] != 1:

@@ -68,7 +68,7 @@ from tests.acceptance.lookups import (
     selector_of,
 )
 from tests.acceptance.report import Evidence
-from tests.acceptance.stack import uses_mock
+from tests.acceptance.stack import shares_with_hami, uses_mock
 from tests.acceptance.workloads import pod_body
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
@@ -207,7 +207,9 @@ def tenant_health(live: LiveStack, tenant_name: str) -> Verdict:
     nodes = list_nodes(cluster)
     outputs = live.outputs.tenants[tenant_name]
     mock_nodes: list[str] = []
-    mock_pools = [p for p in tenant.worker_pools if uses_mock(platform, p)]
+    mock_pools = [
+        p for p in tenant.worker_pools if shares_with_hami(tenant) and uses_mock(platform, p)
+    ]
     for pool in mock_pools:
         found, missing = pool_nodes(pool.name, outputs.pools[pool.name].nodes, nodes)
         mock_nodes += [n.name for n in found] + missing

@@ -47,7 +47,13 @@ from tests.acceptance.lookups import (
     HAMI_SCHEDULER_SERVICE,
 )
 from tests.acceptance.report import Evidence
-from tests.acceptance.stack import memory_tolerance, node_inventory, node_resources, uses_mock
+from tests.acceptance.stack import (
+    memory_tolerance,
+    node_inventory,
+    node_resources,
+    shares_with_hami,
+    uses_mock,
+)
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
 
@@ -90,7 +96,9 @@ def test_workers_ready_and_inventory_advertised(live: LiveStack, evidence: Evide
         if tenant.worker_pools and not nodes:
             verdict.problems.append(f"{tenant.name}: no node joined")
         hami_view: dict[str, list[HamiCard]] | None = None
-        if tenant.worker_pools:
+        if not shares_with_hami(tenant):
+            tenant_facts["gpuSharing"] = "dra: cards published as ResourceSlices, not judged here"
+        if tenant.worker_pools and shares_with_hami(tenant):
             try:
                 hami_view = hami_cards(hami_samples(cluster))
             except METRICS_ERRORS as exc:
@@ -109,6 +117,8 @@ def test_workers_ready_and_inventory_advertised(live: LiveStack, evidence: Evide
                 verdict.problems.append(
                     f"{tenant.name}/{pool.name}: {len(found)} nodes, {pool.replicas} declared"
                 )
+            if not shares_with_hami(tenant):
+                continue
             expected = node_inventory(pool)
             resources = node_resources(live.platform, pool)
             mock = uses_mock(live.platform, pool)

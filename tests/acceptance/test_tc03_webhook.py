@@ -31,6 +31,7 @@ from tests.acceptance.kube import (
 from tests.acceptance.live import LiveStack
 from tests.acceptance.lookups import KONNECTIVITY_SELECTOR, SYSTEM_NAMESPACE
 from tests.acceptance.report import Evidence
+from tests.acceptance.stack import hami_tenants
 from tests.acceptance.workloads import UNSCHEDULABLE_SELECTOR, gpu_limits, pod_body
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
@@ -61,7 +62,7 @@ def pods_of(cluster: Cluster, namespace: str, selector: str) -> list[Any]:
 def test_webhook_reached_through_konnectivity(live: LiveStack, evidence: Evidence) -> None:
     verdict = Verdict()
     seen: dict[str, Any] = {}
-    gpu_tenants = [t for t in live.platform.tenants if t.worker_pools]
+    gpu_tenants = [t for t in hami_tenants(live.platform) if t.worker_pools]
     if not gpu_tenants:
         why = "no tenant declares worker pools: HAMi's webhook runs on workers"
         if live.platform.mode == "lab":

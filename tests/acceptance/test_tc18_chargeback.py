@@ -42,6 +42,7 @@ from tests.acceptance.kube import (
 )
 from tests.acceptance.live import LiveStack
 from tests.acceptance.report import Evidence
+from tests.acceptance.stack import hami_tenants
 from tests.acceptance.workloads import gpu_limits, pod_body
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(SCRAPE_DELAY_SECONDS * 2 + 300)]
@@ -108,7 +109,7 @@ def test_per_tenant_allocation_series_match_hamis_grants(
 def _judge(live: LiveStack, evidence: Evidence, held: contextlib.ExitStack) -> None:
     management = live.management_cluster()
     holding = []
-    for tenant in live.platform.tenants:
+    for tenant in hami_tenants(live.platform):
         if granted(tenant_allocations(live, tenant.name)) == (0, 0):
             problem = hold_a_share(live, held, tenant.name)
             if problem is not None:
@@ -120,7 +121,7 @@ def _judge(live: LiveStack, evidence: Evidence, held: contextlib.ExitStack) -> N
         problems, seen = [], {}
         memory = query(management.core, rules.MEMORY_ALLOCATED)
         cores = query(management.core, rules.CORES_ALLOCATED)
-        for tenant in live.platform.tenants:
+        for tenant in hami_tenants(live.platform):
             mib, percent = granted(tenant_allocations(live, tenant.name))
             verdict = judge_allocation(
                 tenant.name,

@@ -125,3 +125,20 @@ def test_prod_pins_no_dra_driver_yet() -> None:
     lines = [e for e in _errors(raw) if "gpuSharing" in e]
     assert lines
     assert lines[0].startswith("tenants[0].gpuSharing: dra: prod pins no DRA driver")
+
+
+def test_the_hami_acceptance_tests_leave_a_dra_tenant_out() -> None:
+    """TC-02's inventory, TC-03's webhook pod, TC-04 ... TC-06's sharing plan, TC-07/08's GPU
+    capacity and TC-18's held share are HAMi's: on a dra tenant they would judge what its
+    workers no longer advertise (review of issue 43's first version)."""
+    from tests.acceptance import stack
+
+    platform = parse_platform(dra_lab())
+    dra_tenant = next(t for t in platform.tenants if t.gpu_sharing == "dra")
+    assert dra_tenant not in stack.hami_tenants(platform)
+    assert stack.expected_capacity(platform, dra_tenant) == {}
+    plan = stack.plan_sharing(platform)
+    assert plan is None or plan.tenant != dra_tenant.name
+    hami = parse_platform(_lab())
+    assert stack.plan_sharing(hami) is not None
+    assert stack.expected_capacity(hami, hami.tenants[0])
