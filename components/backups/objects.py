@@ -18,7 +18,8 @@ All of them live in the tenant's namespace in the management cluster, next to it
   TenantControlPlane; the restore may also mark and pause the control plane, scale its
   Deployment and suspend and resume the backup CronJob.
 * ``datastore-backup-scripts`` (ConfigMap): the scripts above, from ``scripts/backup``.
-* ``datastore-backup-target`` (Secret): the S3 target (its data is registered as a secret).
+* ``datastore-backup-target`` (Secret): the S3 target and the tenant's archive key (its data is
+  registered as a secret).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ TARGET_ENV = (
     "AWS_SECRET_ACCESS_KEY",
 )
 TARGET_CA_KEY = "ca.crt"
+# The tenant's archive key (64 hex digits): every archive is encrypted with it before upload
+# (AES-256-GCM, scripts/backup/tenant_backup.py) and a restore decrypts with it.
+TARGET_KEY_KEY = "archive.key"
 WORK_DIR = "/work"
 SCRIPTS_DIR = "/scripts"
 CERTS_DIR = "/etcd-certs"
@@ -309,6 +313,7 @@ def _python(plan: BackupPlan, name: str, command: str, extra: Mapping[str, str])
         **_common_env(plan),
         "BACKUP_RETENTION": str(plan.retention),
         "S3_CA_FILE": f"{TARGET_DIR}/{TARGET_CA_KEY}",
+        "BACKUP_KEY_FILE": f"{TARGET_DIR}/{TARGET_KEY_KEY}",
         **extra,
     }
     return _container(

@@ -10,6 +10,10 @@ Credentials: one random root secret per stack (a ``local.Command`` that runs onc
 a secret in the state), and from it, by HMAC, one key per tenant. A tenant's backup Secret holds
 only its own key, which may read, write and list only its own bucket. There is no admin key:
 buckets are created inside the store's pod with ``weed shell`` (``backup-buckets.sh``).
+
+Archive keys: one random key per tenant (a ``local.Command`` per tenant that runs once,
+``new-secret.sh``; its output is a secret in the state), not derived from anything: every archive
+is encrypted with it before it reaches the store (docs/backups.md).
 """
 
 from __future__ import annotations
@@ -87,15 +91,21 @@ def identities(root: str, tenants: Sequence[str]) -> dict[str, Any]:
     return {"identities": entries}
 
 
-def tenant_target(root: str, tenant: str) -> dict[str, str]:
-    """The tenant's backup Secret data: its bucket and its own key only."""
+def tenant_target(root: str, tenant: str, archive_key: str) -> dict[str, str]:
+    """The tenant's backup Secret data: its bucket, its own credential and its archive key."""
     return environment(
         endpoint=ENDPOINT,
         bucket=bucket_name(tenant),
         access_key_id=access_key_id(tenant),
         secret_access_key=derived_secret(root, f"tenant:{tenant}"),
+        archive_key=archive_key,
         region=REGION,
     )
+
+
+def archive_key_resource(site_name: str, tenant: str) -> str:
+    """The name of the command that generates a tenant's archive key once."""
+    return f"{site_name}-{tenant}-backup-archive-key"
 
 
 # ------------------------------------------------------------------------------- manifests
@@ -259,8 +269,22 @@ def register(
     )
     # A tenant's backups wait for its bucket: the target is known once the buckets exist.
     ready_root = pulumi.Output.all(root, buckets.id).apply(lambda parts: str(parts[0]))
-    return {tenant: _target_of(ready_root, tenant) for tenant in names}
+    return {tenant: _target_of(site, ready_root, tenant) for tenant in names}
 
 
-def _target_of(root: pulumi.Output[str], tenant: str) -> pulumi.Output[dict[str, str]]:
-    return pulumi.Output.secret(root.apply(lambda r: tenant_target(r, tenant)))
+def _target_of(
+    site: ManagementSite, root: pulumi.Output[str], tenant: str
+) -> pulumi.Output[dict[str, str]]:
+    # Random, made once: `delete` does nothing and nothing triggers a replacement, so the key
+    # stays what the tenant's stored archives were encrypted with for as long as the stack lives.
+    key_command = local.Command(
+        archive_key_resource(site.name, tenant),
+        create=read_script("management", "new-secret.sh"),
+        delete=NOTHING_TO_DELETE,
+        interpreter=list(BASH),
+        opts=pulumi.ResourceOptions(parent=site.component, additional_secret_outputs=["stdout"]),
+    )
+    key: pulumi.Output[str] = pulumi.Output.secret(key_command.stdout.apply(str.strip))
+    return pulumi.Output.secret(
+        pulumi.Output.all(root, key).apply(lambda parts: tenant_target(parts[0], tenant, parts[1]))
+    )

@@ -711,6 +711,221 @@ def parse_archive(blob: bytes) -> tuple[dict[str, Any], list[KV]]:
 
 
 # --------------------------------------------------------------------------------------------
+# Encryption: every archive is stored encrypted with the tenant's own key (AES-256-GCM)
+#
+# The Python image has no cryptography package and no openssl command, but its own _ssl and
+# _hashlib modules link OpenSSL's libcrypto.so.3, which is therefore in the image
+# (docker-library/python 3.12/alpine3.21/Dockerfile: the rundeps are every `so:` the built
+# modules need, via scanelf); the cipher is OpenSSL's EVP AES-256-GCM through ctypes.
+#
+# Stored form: MAGIC, a 12-byte random nonce, the ciphertext of the gzip'd archive, the 16-byte
+# GCM tag. The associated data (authenticated, not encrypted) is MAGIC + nonce + the archive's
+# base name (``<tenant>-<time>-rev<N>.json.gz``): an archive copied under another backup's name
+# no longer decrypts. A wrong key, any changed byte or a cut tail fails the tag.
+
+CIPHER = "AES-256-GCM"
+MAGIC = b"gpu-platform-backup/aes-256-gcm/1\n"
+NONCE_BYTES = 12
+TAG_BYTES = 16
+KEY_BYTES = 32
+_GCM_GET_TAG, _GCM_SET_TAG = 0x10, 0x11  # EVP_CTRL_GCM_GET_TAG / SET_TAG (openssl evp.h)
+
+
+def _libcrypto() -> Any:
+    import ctypes
+
+    for name in ("libcrypto.so.3", "libcrypto.so"):
+        try:
+            lib = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        raise BackupError("OpenSSL's libcrypto.so.3 not found: archives cannot be encrypted")
+    lib.EVP_CIPHER_CTX_new.restype = ctypes.c_void_p
+    lib.EVP_aes_256_gcm.restype = ctypes.c_void_p
+    lib.EVP_CIPHER_CTX_free.argtypes = [ctypes.c_void_p]
+    for init in ("EVP_EncryptInit_ex", "EVP_DecryptInit_ex"):
+        getattr(lib, init).argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_void_p] * 3
+    for update in ("EVP_EncryptUpdate", "EVP_DecryptUpdate"):
+        getattr(lib, update).argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.c_char_p,
+            ctypes.c_int,
+        ]
+    for final in ("EVP_EncryptFinal_ex", "EVP_DecryptFinal_ex"):
+        getattr(lib, final).argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_int),
+        ]
+    lib.EVP_CIPHER_CTX_ctrl.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_void_p,
+    ]
+    return lib
+
+
+class _Gcm:
+    """One AES-256-GCM pass (encrypt or decrypt) over a stream, in chunks."""
+
+    def __init__(self, key: bytes, nonce: bytes, aad: bytes, *, encrypt: bool) -> None:
+        import ctypes
+
+        self._ctypes = ctypes
+        self._lib = _libcrypto()
+        self._encrypt = encrypt
+        self._ctx = self._lib.EVP_CIPHER_CTX_new()
+        if not self._ctx:
+            raise BackupError("OpenSSL: no cipher context")
+        init = self._lib.EVP_EncryptInit_ex if encrypt else self._lib.EVP_DecryptInit_ex
+        # AES-256-GCM's default IV length is 12 bytes.
+        if init(self._ctx, self._lib.EVP_aes_256_gcm(), None, key, nonce) != 1:
+            self.close()
+            raise BackupError("OpenSSL: AES-256-GCM init failed")
+        self._update_fn = self._lib.EVP_EncryptUpdate if encrypt else self._lib.EVP_DecryptUpdate
+        length = ctypes.c_int(0)
+        if self._update_fn(self._ctx, None, ctypes.byref(length), aad, len(aad)) != 1:
+            self.close()
+            raise BackupError("OpenSSL: AES-256-GCM associated data failed")
+
+    def update(self, data: bytes) -> bytes:
+        ctypes = self._ctypes
+        out = ctypes.create_string_buffer(len(data) + 32)
+        length = ctypes.c_int(0)
+        if self._update_fn(self._ctx, out, ctypes.byref(length), data, len(data)) != 1:
+            raise BackupError("OpenSSL: AES-256-GCM update failed")
+        return out.raw[: length.value]
+
+    def finish(self, tag: bytes | None = None) -> bytes:
+        """Encrypting: the tag. Decrypting: checks ``tag``; False tags raise BackupError."""
+        ctypes = self._ctypes
+        out = ctypes.create_string_buffer(32)
+        length = ctypes.c_int(0)
+        try:
+            if self._encrypt:
+                if self._lib.EVP_EncryptFinal_ex(self._ctx, out, ctypes.byref(length)) != 1:
+                    raise BackupError("OpenSSL: AES-256-GCM final failed")
+                tag_out = ctypes.create_string_buffer(TAG_BYTES)
+                if self._lib.EVP_CIPHER_CTX_ctrl(self._ctx, _GCM_GET_TAG, TAG_BYTES, tag_out) != 1:
+                    raise BackupError("OpenSSL: AES-256-GCM tag failed")
+                return tag_out.raw
+            assert tag is not None
+            given = ctypes.create_string_buffer(tag, TAG_BYTES)
+            if self._lib.EVP_CIPHER_CTX_ctrl(self._ctx, _GCM_SET_TAG, TAG_BYTES, given) != 1:
+                raise BackupError("OpenSSL: AES-256-GCM tag failed")
+            if self._lib.EVP_DecryptFinal_ex(self._ctx, out, ctypes.byref(length)) != 1:
+                raise BackupError(
+                    "the archive does not decrypt with this tenant's key (another key, or a "
+                    "changed archive)"
+                )
+            return b""
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._ctx:
+            self._lib.EVP_CIPHER_CTX_free(self._ctx)
+            self._ctx = None
+
+
+def key_id(key: bytes) -> str:
+    """A name for a key that does not reveal it: the manifest records which key encrypted the
+    archive, so a restore with another key is refused before the download. Pure."""
+    return hashlib.sha256(b"gpu-platform backup key id\x00" + key).hexdigest()[:16]
+
+
+def parse_key(text: str) -> bytes:
+    """The tenant's archive key from its file: 64 hex digits (``openssl rand -hex 32``). Pure."""
+    value = text.strip()
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", value):
+        raise BackupError(
+            "the archive key is not 64 hex digits (32 random bytes: openssl rand -hex 32)"
+        )
+    return bytes.fromhex(value)
+
+
+def _archive_key() -> bytes:
+    """BACKUP_KEY_FILE's key: the tenant's target Secret mounts it (docs/backups.md)."""
+    path = Path(_env("BACKUP_KEY_FILE"))
+    try:
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as err:
+        raise BackupError(f"the archive key file {path} is unreadable: {err}") from None
+    return parse_key(text)
+
+
+def _aad(name: str, nonce: bytes) -> bytes:
+    return MAGIC + nonce + name.rsplit("/", 1)[-1].encode("utf-8")
+
+
+def encrypt_file(source: Path, target: Path, key: bytes, name: str) -> None:
+    """``source`` encrypted for the object ``name`` into ``target``. Memory: one chunk."""
+    nonce = os.urandom(NONCE_BYTES)
+    gcm = _Gcm(key, nonce, _aad(name, nonce), encrypt=True)
+    try:
+        with source.open("rb") as plain, target.open("wb") as out:
+            out.write(MAGIC + nonce)
+            for chunk in iter(lambda: plain.read(COPY_CHUNK), b""):
+                out.write(gcm.update(chunk))
+            out.write(gcm.finish())
+    finally:
+        gcm.close()
+
+
+def decrypt_file(source: Path, target: Path, key: bytes, name: str) -> None:
+    """``source`` (stored as the object ``name``) decrypted into ``target``; refuses a wrong key
+    or any change before the caller reads ``target`` (the tag is checked at the end, and
+    ``target`` is removed on a refusal). Memory: one chunk."""
+    size = source.stat().st_size
+    header = len(MAGIC) + NONCE_BYTES
+    try:
+        with source.open("rb") as sealed, target.open("wb") as out:
+            if size < header + TAG_BYTES or sealed.read(len(MAGIC)) != MAGIC:
+                raise BackupError(
+                    "the archive is not encrypted (a backup from before archives were "
+                    "encrypted, or not written by the backup Job)"
+                )
+            nonce = sealed.read(NONCE_BYTES)
+            gcm = _Gcm(key, nonce, _aad(name, nonce), encrypt=False)
+            try:
+                remaining = size - header - TAG_BYTES
+                while remaining:
+                    chunk = sealed.read(min(COPY_CHUNK, remaining))
+                    if not chunk:
+                        raise BackupError("the archive is cut short")
+                    remaining -= len(chunk)
+                    out.write(gcm.update(chunk))
+                gcm.finish(sealed.read(TAG_BYTES))
+            finally:
+                gcm.close()
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+
+
+def encrypt_bytes(blob: bytes, key: bytes, name: str) -> bytes:
+    """In memory (tests and small data): what ``encrypt_file`` stores."""
+    nonce = os.urandom(NONCE_BYTES)
+    gcm = _Gcm(key, nonce, _aad(name, nonce), encrypt=True)
+    body = gcm.update(blob)
+    return MAGIC + nonce + body + gcm.finish()
+
+
+def decrypt_bytes(blob: bytes, key: bytes, name: str) -> bytes:
+    """In memory (tests and small data): what ``decrypt_file`` writes."""
+    with tempfile.TemporaryDirectory() as scratch:
+        source, target = Path(scratch) / "sealed", Path(scratch) / "plain"
+        source.write_bytes(blob)
+        decrypt_file(source, target, key, name)
+        return target.read_bytes()
+
+
+# --------------------------------------------------------------------------------------------
 # Names
 
 
@@ -810,6 +1025,30 @@ def _check_manifest(
     return metadata
 
 
+def encryption_refusal(manifest: Mapping[str, Any], key: bytes) -> str | None:
+    """Why ``key`` cannot open the backup ``manifest`` describes, or None. Pure."""
+    encryption = manifest.get("encryption")
+    if not isinstance(encryption, Mapping):
+        return (
+            "is not encrypted (taken before archives were encrypted, or not written by the "
+            "backup Job): refusing it"
+        )
+    if encryption.get("cipher") != CIPHER:
+        return f"is encrypted with {encryption.get('cipher')!r}, not {CIPHER}"
+    if encryption.get("keyId") != key_id(key):
+        return (
+            f"was encrypted with key {encryption.get('keyId')}, this tenant's key is "
+            f"{key_id(key)}: restore it with the key it was written with"
+        )
+    return None
+
+
+def _check_encryption(name: str, manifest: Mapping[str, Any], key: bytes) -> None:
+    refusal = encryption_refusal(manifest, key)
+    if refusal:
+        raise BackupError(f"{name} {refusal}")
+
+
 def _verify_download(
     s3: S3, name: str, tenant: str, prefix: str
 ) -> tuple[dict[str, Any], list[KV], dict[str, Any]]:
@@ -817,9 +1056,12 @@ def _verify_download(
     memory: for tests and small backups; fetch streams the same checks)."""
     manifest = _manifest_of(s3, name)
     metadata = _check_manifest(s3, name, manifest, tenant, prefix)
+    key = _archive_key()
+    _check_encryption(name, manifest, key)
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "archive"
-        _download(s3, name, manifest, path)
+        _download(s3, name, manifest, Path(scratch) / "sealed")
+        decrypt_file(Path(scratch) / "sealed", path, key, name)
         reader = ArchiveReader(path)
         kvs = list(reader)
     if reader.metadata != metadata:
@@ -936,6 +1178,7 @@ def cmd_backup() -> None:
         raise BackupError("BACKUP_RETENTION must be an integer") from None
     if retention < 1:
         raise BackupError("BACKUP_RETENTION must be at least 1")
+    key = _archive_key()
     s3 = S3()
     work = _work_dir()
     export = Export(_export_path(), prefix)
@@ -949,7 +1192,7 @@ def cmd_backup() -> None:
                 # Refused here, loudly, rather than in every later restore (fetch refuses it too).
                 _key_restorable(kv.key)
             writer.add(kv)
-        metadata, size, sha = writer.finish(
+        metadata, _, _ = writer.finish(
             {
                 "tenant": tenant,
                 "prefix": prefix,
@@ -962,7 +1205,7 @@ def cmd_backup() -> None:
         writer.abandon()
         raise
     try:
-        _publish(s3, tenant, retention, revision, now, archive, metadata, size, sha)
+        _publish(s3, tenant, retention, revision, now, archive, metadata, key)
     finally:
         archive.unlink(missing_ok=True)
 
@@ -975,11 +1218,10 @@ def _publish(
     now: dt.datetime,
     archive: Path,
     metadata: dict[str, Any],
-    size: int,
-    sha: str,
+    key: bytes,
 ) -> None:
-    """Refuse what must not become a good backup, upload, read back, verify, write the manifest
-    and prune."""
+    """Refuse what must not become a good backup, encrypt, upload, read back, verify, write the
+    manifest and prune."""
     if metadata["keyCount"] == 0:
         # A live Kubernetes prefix always holds keys (namespaces, RBAC bootstrap): restoring an
         # empty backup would wipe the tenant.
@@ -1002,39 +1244,14 @@ def _publish(
         # deletes the archive it wrote, which is the existing one's.
         _print({"action": "backup", "name": name, "unchanged": True, "pruned": []})
         return
-    manifest = {
-        "metadata": metadata,
-        "archive": {"name": name, "size": size, "sha256": sha},
-        "previous": (
-            {k: previous[1].get(k) for k in ("revision", "keyCount")} | {"name": previous[0]}
-            if previous
-            else None
-        ),
-        **({"accepted": reason} if reason else {}),
-    }
-    s3.put_file(name, archive, sha, "application/gzip")
-    # Read back what the store holds before the manifest makes the backup visible as complete.
-    echoed = archive.with_name(".echoed.json.gz")
+    sealed = archive.with_name(".sealed")
+    encrypt_file(archive, sealed, key, name)
+    archive.unlink()
+    size, sha = sealed.stat().st_size, _file_sha256(sealed)
     try:
-        s3.get_file(name, echoed)
-        if _file_sha256(echoed) != sha:
-            raise BackupError(f"{name}: the stored archive differs from the one uploaded")
-        reader = ArchiveReader(echoed)
-        stored = sum(1 for _ in reader)
-        if reader.metadata != metadata or stored != metadata["keyCount"]:
-            raise BackupError(f"{name}: the stored archive does not hold what was exported")
-    except BackupError as err:
-        # Without its manifest it is never restored, and the next backup prunes it.
-        with contextlib.suppress(BackupError):
-            s3.delete(name)
-        raise err from None
+        _upload_and_check(s3, name, sealed, size, sha, metadata, key, previous, reason)
     finally:
-        echoed.unlink(missing_ok=True)
-    s3.put(
-        manifest_name(name),
-        json.dumps(manifest, sort_keys=True, indent=1).encode("utf-8"),
-        "application/json",
-    )
+        sealed.unlink(missing_ok=True)
     pruned = prune(s3, tenant, retention, keep=name)
     _print(
         {
@@ -1045,8 +1262,61 @@ def _publish(
             "sha256": sha,
             **{k: metadata[k] for k in ("tenant", "revision", "time", "keyCount")},
             "leasedKeyCount": metadata["leasedKeyCount"],
+            "keyId": key_id(key),
             "pruned": pruned,
         }
+    )
+
+
+def _upload_and_check(
+    s3: S3,
+    name: str,
+    sealed: Path,
+    size: int,
+    sha: str,
+    metadata: dict[str, Any],
+    key: bytes,
+    previous: tuple[str, dict[str, Any]] | None,
+    reason: str | None,
+) -> None:
+    """Upload the encrypted archive, read it back and decrypt and check what the store holds,
+    and only then write the manifest that makes the backup complete."""
+    manifest = {
+        "metadata": metadata,
+        "archive": {"name": name, "size": size, "sha256": sha},
+        "encryption": {"cipher": CIPHER, "keyId": key_id(key)},
+        "previous": (
+            {k: previous[1].get(k) for k in ("revision", "keyCount")} | {"name": previous[0]}
+            if previous
+            else None
+        ),
+        **({"accepted": reason} if reason else {}),
+    }
+    s3.put_file(name, sealed, sha, "application/octet-stream")
+    # Read back what the store holds before the manifest makes the backup visible as complete.
+    echoed = sealed.with_name(".echoed")
+    opened = sealed.with_name(".echoed.json.gz")
+    try:
+        s3.get_file(name, echoed)
+        if _file_sha256(echoed) != sha:
+            raise BackupError(f"{name}: the stored archive differs from the one uploaded")
+        decrypt_file(echoed, opened, key, name)
+        reader = ArchiveReader(opened)
+        stored = sum(1 for _ in reader)
+        if reader.metadata != metadata or stored != metadata["keyCount"]:
+            raise BackupError(f"{name}: the stored archive does not hold what was exported")
+    except BackupError as err:
+        # Without its manifest it is never restored, and the next backup prunes it.
+        with contextlib.suppress(BackupError):
+            s3.delete(name)
+        raise err from None
+    finally:
+        echoed.unlink(missing_ok=True)
+        opened.unlink(missing_ok=True)
+    s3.put(
+        manifest_name(name),
+        json.dumps(manifest, sort_keys=True, indent=1).encode("utf-8"),
+        "application/json",
     )
 
 
@@ -1108,6 +1378,8 @@ def cmd_fetch() -> None:
             )
     manifest = _manifest_of(s3, name)
     metadata = _check_manifest(s3, name, manifest, tenant, prefix)
+    key = _archive_key()
+    _check_encryption(name, manifest, key)
     refusal, warning = version_refusal(
         str(metadata.get("kubernetesVersion") or ""), _kubernetes_version()
     )
@@ -1117,7 +1389,11 @@ def cmd_fetch() -> None:
     staging = Path(tempfile.mkdtemp(prefix=".restore-", dir=work))
     try:
         archive = staging / "archive.json.gz"
-        _download(s3, name, manifest, archive)
+        sealed = staging / "sealed"
+        _download(s3, name, manifest, sealed)
+        # The whole archive is authenticated before a byte of it is parsed.
+        decrypt_file(sealed, archive, key, name)
+        sealed.unlink()
         (staging / "keys").mkdir()
         (staging / "values").mkdir()
         restored, skipped = 0, []

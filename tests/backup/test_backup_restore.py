@@ -9,6 +9,7 @@ afresh and uses its own S3 prefix.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import gzip
 import hashlib
@@ -27,12 +28,15 @@ from tests.backup.conftest import SCRIPTS, Etcd, S3Server, load_tool, run_script
 
 tool = load_tool()
 
+A_SECRET_KEY = b"/tenant_a/registry/secrets/default/db-password"
+A_SECRET_VALUE = base64.b64encode(b"correct horse battery staple 4711")
 A_SEEDS: dict[bytes, bytes] = {
     b"/tenant_a/registry/pods/default/web-0": b"k8s\x00\n\x02v1\x12\x03Pod\x1a\x00\xff\xfe\n\n",
     b"/tenant_a/registry/configmaps/kube-system/\xc3\xbcml": b"\x00\x00\x00",
     b"/tenant_a/registry/secrets/default/with space": b"\n",
     b"/tenant_a/registry/empty": b"",
     b"/tenant_a/registry/big": bytes(range(256)) * 400,
+    A_SECRET_KEY: b'k8s\x00{"data":{"password":"' + A_SECRET_VALUE + b'"}}',
 }
 A_LEASED = b"/tenant_a/registry/events/default/web-0.1"
 B_SEEDS: dict[bytes, bytes] = {
@@ -111,12 +115,22 @@ def test_backup_and_restore_byte_for_byte(etcd: Etcd, s3: S3Server, job: dict[st
         re.escape(job["S3_PREFIX"]) + rf"tenant_a-\d{{8}}T\d{{6}}Z-rev{revision_before}\.json\.gz",
         summary["name"],
     )
-    # The stored archive, read with gzip/json here, holds exactly the exported bytes.
+    # The stored archive is encrypted: no key and no value is readable in what the store holds,
+    # gzip'd or not; decrypted with the tenant's key and read with gzip/json here, it holds
+    # exactly the exported bytes.
     client = tool.S3(job)
     blob = client.get(summary["name"])
     assert hashlib.sha256(blob).hexdigest() == summary["sha256"]
-    document = json.loads(gzip.decompress(blob))
-    import base64
+    assert blob.startswith(tool.MAGIC)
+    assert summary["keyId"] == tool.key_id(s3.key)
+    with pytest.raises(OSError, match="Not a gzipped file"):
+        gzip.decompress(blob)
+    plain = gzip.decompress(tool.decrypt_bytes(blob, s3.key, summary["name"]))
+    # The Secret's value, as the archive holds it (base64 in the JSON) and as etcd does.
+    for readable in (A_SECRET_VALUE, base64.b64encode(A_SEEDS[A_SECRET_KEY]), A_SECRET_KEY):
+        assert readable not in blob
+    assert base64.b64encode(A_SEEDS[A_SECRET_KEY]) in plain
+    document = json.loads(plain)
 
     stored = {
         base64.b64decode(kv["key"]): (base64.b64decode(kv["value"]), kv["leased"])
@@ -189,7 +203,6 @@ def test_backup_refuses_a_key_outside_the_prefix(job: dict[str, str]) -> None:
     ok(run_script("etcd-export.sh", job))
     export = Path(job["WORK_DIR"]) / "export.json" / "page-000000.json"
     data = json.loads(export.read_text())
-    import base64
 
     data["kvs"][-1]["key"] = base64.b64encode(b"/tenant_b/registry/x").decode()
     export.write_text(json.dumps(data))
@@ -212,6 +225,7 @@ def _tamper_archive(job: dict[str, str], name: str, change: str) -> None:
     manifest_key = tool.manifest_name(name)
     blob = client.get(name)
     manifest = json.loads(client.get(manifest_key))
+    key = tool.parse_key(Path(job["BACKUP_KEY_FILE"]).read_text())
 
     def rehash(new_blob: bytes) -> None:
         manifest["archive"].update(size=len(new_blob), sha256=hashlib.sha256(new_blob).hexdigest())
@@ -228,8 +242,22 @@ def _tamper_archive(job: dict[str, str], name: str, change: str) -> None:
         rehash(blob)
     elif change == "manifest mismatch":
         manifest["metadata"]["keyCount"] += 1
+    elif change == "not encrypted":
+        # A backup as written before archives were encrypted, or planted by the bucket's writer.
+        blob = tool.decrypt_bytes(blob, key, name)
+        del manifest["encryption"]
+        rehash(blob)
+    elif change == "encrypted with another key":
+        other = os.urandom(32)
+        blob = tool.encrypt_bytes(tool.decrypt_bytes(blob, key, name), other, name)
+        manifest["encryption"]["keyId"] = tool.key_id(other)
+        rehash(blob)
+    elif change == "another key, its id forged":
+        blob = tool.encrypt_bytes(tool.decrypt_bytes(blob, key, name), os.urandom(32), name)
+        rehash(blob)
     elif change in ("wrong tenant", "key outside prefix"):
-        metadata, kvs = tool.parse_archive(blob)
+        # Written by someone holding the tenant's key: the checks inside the archive still hold.
+        metadata, kvs = tool.parse_archive(tool.decrypt_bytes(blob, key, name))
         tenant = "tenant_b" if change == "wrong tenant" else metadata["tenant"]
         if change == "key outside prefix":
             kvs.append(tool.KV(b"/tenant_b/registry/pods/default/db-0", b"mine now", False))
@@ -242,6 +270,7 @@ def _tamper_archive(job: dict[str, str], name: str, change: str) -> None:
             kvs=kvs,
         )
         manifest["metadata"] = metadata
+        blob = tool.encrypt_bytes(blob, key, name)
         rehash(blob)
     else:
         raise AssertionError(change)
@@ -253,9 +282,12 @@ def _tamper_archive(job: dict[str, str], name: str, change: str) -> None:
     ("change", "message"),
     [
         ("flipped byte", "sha256 does not match its manifest"),
-        ("flipped byte, manifest rehashed", "archive is not"),
+        ("flipped byte, manifest rehashed", "does not decrypt with this tenant's key"),
         ("truncated", "manifest says"),
-        ("truncated, manifest rehashed", "not valid gzip"),
+        ("truncated, manifest rehashed", "does not decrypt with this tenant's key"),
+        ("not encrypted", "is not encrypted"),
+        ("encrypted with another key", "was encrypted with key"),
+        ("another key, its id forged", "does not decrypt with this tenant's key"),
         ("manifest mismatch", "archive metadata differs from its manifest"),
         ("wrong tenant", "belongs to tenant 'tenant_b'"),
         ("key outside prefix", "outside BACKUP_PREFIX"),

@@ -180,3 +180,55 @@ def test_compare_merges_two_sorted_streams(
         iter(tool.KV(k, v, False) for k, v in sorted(actual.items())),
     )
     assert got == result
+
+
+# ------------------------------------------------------------------------ archive encryption
+
+
+def test_an_archive_decrypts_only_with_its_key_and_under_its_own_name() -> None:
+    key, other = bytes(range(32)), bytes(range(1, 33))
+    name = "p/tenant_a-20260101T000000Z-rev7.json.gz"
+    plain = gzip.compress(b'{"kvs":[],"metadata":{"password":"hunter2"}}')
+    sealed = tool.encrypt_bytes(plain, key, name)
+    assert b"hunter2" not in sealed
+    assert plain not in sealed
+    assert tool.decrypt_bytes(sealed, key, name) == plain
+    # Two encryptions of the same archive differ (a fresh nonce each time).
+    assert tool.encrypt_bytes(plain, key, name) != sealed
+    for wrong_key, wrong_name in ((other, name), (key, name.replace("rev7", "rev8"))):
+        with pytest.raises(tool.BackupError, match="does not decrypt with this tenant's key"):
+            tool.decrypt_bytes(sealed, wrong_key, wrong_name)
+    # The S3 prefix is not bound: a bucket copied under another prefix still restores.
+    assert tool.decrypt_bytes(sealed, key, "other/" + name.split("/")[-1]) == plain
+    flipped = sealed[:-20] + bytes([sealed[-20] ^ 1]) + sealed[-19:]
+    with pytest.raises(tool.BackupError, match="does not decrypt"):
+        tool.decrypt_bytes(flipped, key, name)
+    with pytest.raises(tool.BackupError, match="is not encrypted"):
+        tool.decrypt_bytes(plain, key, name)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "words"),
+    [
+        ({}, "is not encrypted"),
+        ({"encryption": {"cipher": "none"}}, "is encrypted with 'none'"),
+        ({"encryption": {"cipher": "AES-256-GCM", "keyId": "0" * 16}}, "was encrypted with key"),
+    ],
+)
+def test_a_backup_the_tenants_key_cannot_open_is_refused(
+    manifest: dict[str, Any], words: str
+) -> None:
+    refusal = tool.encryption_refusal(manifest, bytes(32))
+    assert refusal is not None
+    assert words in refusal
+    good = {"encryption": {"cipher": "AES-256-GCM", "keyId": tool.key_id(bytes(32))}}
+    assert tool.encryption_refusal(good, bytes(32)) is None
+    assert tool.key_id(bytes(32)) != tool.key_id(bytes(31) + b"\x01")
+
+
+@pytest.mark.parametrize("text", ["", "ab" * 31, "zz" * 32, "ab" * 33])
+def test_an_archive_key_must_be_64_hex_digits(text: str) -> None:
+    with pytest.raises(tool.BackupError, match="not 64 hex digits") as caught:
+        tool.parse_key(text)
+    assert text not in str(caught.value) or not text
+    assert tool.parse_key("AB" * 32 + "\n") == bytes([0xAB]) * 32

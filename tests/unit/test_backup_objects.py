@@ -233,13 +233,15 @@ def test_each_tenant_may_only_touch_its_own_bucket() -> None:
 
 def test_a_tenants_target_holds_only_its_own_key() -> None:
     root = "ab" * 32
-    a = backup_store.tenant_target(root, "tenant-a")
-    b = backup_store.tenant_target(root, "tenant-b")
+    a = backup_store.tenant_target(root, "tenant-a", "1a" * 32)
+    b = backup_store.tenant_target(root, "tenant-b", "1b" * 32)
     assert a["AWS_SECRET_ACCESS_KEY"] != b["AWS_SECRET_ACCESS_KEY"]
     assert a["S3_BUCKET"] != b["S3_BUCKET"]
     assert b["AWS_SECRET_ACCESS_KEY"] not in json.dumps(a)
-    # Another root secret gives other keys.
-    assert backup_store.tenant_target("cd" * 32, "tenant-a") != a
+    assert a[objects.TARGET_KEY_KEY] == "1a" * 32
+    assert "1b" * 32 not in json.dumps(a)
+    # Another root secret gives other credentials.
+    assert backup_store.tenant_target("cd" * 32, "tenant-a", "1a" * 32) != a
 
 
 def test_bucket_names_follow_s3_rules_for_every_tenant_name_length() -> None:
@@ -272,6 +274,7 @@ def test_a_configured_target_becomes_the_secrets_data() -> None:
             "bucket": "vision-backups",
             "accessKeyId": "AK",
             "secretAccessKey": "SK",
+            "encryptionKey": "AB" * 32,
             "prefix": "prod/team-vision",
         }
     )
@@ -279,7 +282,8 @@ def test_a_configured_target_becomes_the_secrets_data() -> None:
     assert env["S3_ENDPOINT"] == "https://s3.example.internal:9000"
     assert env["S3_PREFIX"] == "prod/team-vision/"
     assert env["S3_REGION"] == "us-east-1"
-    assert set(env) == {*objects.TARGET_ENV, objects.TARGET_CA_KEY}
+    assert set(env) == {*objects.TARGET_ENV, objects.TARGET_CA_KEY, objects.TARGET_KEY_KEY}
+    assert env[objects.TARGET_KEY_KEY] == "ab" * 32
 
 
 @pytest.mark.parametrize(
@@ -287,15 +291,23 @@ def test_a_configured_target_becomes_the_secrets_data() -> None:
     [
         ("not json", "is not JSON"),
         ("[]", "is not a JSON object"),
-        ('{"endpoint": "https://s3", "bucket": "ab-c"}', "lacks accessKeyId, secretAccessKey"),
+        (
+            '{"endpoint": "https://s3", "bucket": "ab-c"}',
+            "lacks accessKeyId, secretAccessKey, encryptionKey",
+        ),
+        (
+            '{"endpoint": "https://s3", "bucket": "abc", "accessKeyId": "k", '
+            '"secretAccessKey": "k", "encryptionKey": "hunter2"}',
+            "encryptionKey is not 64 hex digits",
+        ),
         (
             '{"endpoint": "s3.example", "bucket": "abc", "accessKeyId": "k", '
-            '"secretAccessKey": "hunter2"}',
+            '"secretAccessKey": "hunter2", "encryptionKey": "' + "0" * 64 + '"}',
             "endpoint is not an http(s)",
         ),
         (
             '{"endpoint": "https://s3", "bucket": "Bad_Bucket", "accessKeyId": "k", '
-            '"secretAccessKey": "hunter2"}',
+            '"secretAccessKey": "hunter2", "encryptionKey": "' + "0" * 64 + '"}',
             "bucket is not an S3 bucket name",
         ),
         (
@@ -315,3 +327,16 @@ def test_a_malformed_target_is_one_line_naming_the_key_never_the_value(
     assert words in message
     assert "\n" not in message
     assert "hunter2" not in message
+
+
+@pytest.mark.parametrize("build", [objects.backup_cron_job, objects.restore_cron_job])
+def test_the_tool_reads_the_archive_key_the_target_secret_holds(build: Any) -> None:
+    """Every archive is encrypted with the tenant's key: the Python steps read it from the
+    target Secret's file, never from the manifest."""
+    pod = _pod(build(LAB))
+    python = [c for c in [*pod["initContainers"], *pod["containers"]] if "python3" in c["command"]]
+    assert python
+    for container in python:
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["BACKUP_KEY_FILE"] == f"{objects.TARGET_DIR}/{objects.TARGET_KEY_KEY}"
+    assert objects.TARGET_KEY_KEY in backup_store.tenant_target("ab" * 32, "t", "1a" * 32)
