@@ -25,8 +25,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 from pulumi_command import local
 
+from components.backups.objects import BACKUP, RESTORE
 from components.backups.target import environment
 from components.config import Tenant
 from components.k8s_objects import restricted_security, typed_object
@@ -163,13 +165,13 @@ def deployment(config_digest: str) -> dict[str, Any]:
             "-s3.config=/etc/seaweedfs/s3/identities.json",
         ],
         "env": [{"name": "WEED_MASTER_VOLUME_GROWTH_COPY_1", "value": "1"}],
-        "ports": [
-            {"name": "s3", "containerPort": S3_PORT},
-            {"name": "filer", "containerPort": FILER_PORT},
-        ],
-        "readinessProbe": {"httpGet": {"path": "/healthz", "port": FILER_PORT}},
+        "ports": [{"name": "s3", "containerPort": S3_PORT}],
+        # Probes run inside the container (the image has curl, docker/Dockerfile.go_build:69):
+        # the NetworkPolicy below admits the S3 port from the backup Jobs only, so a probe from
+        # the node would depend on how the CNI treats node traffic.
+        "readinessProbe": {"exec": {"command": _local_health(FILER_PORT)}},
         "livenessProbe": {
-            "httpGet": {"path": "/healthz", "port": S3_PORT},
+            "exec": {"command": _local_health(S3_PORT)},
             "initialDelaySeconds": 30,
         },
         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
@@ -205,6 +207,55 @@ def deployment(config_digest: str) -> dict[str, Any]:
                     ],
                 },
             },
+        },
+    }
+
+
+def _local_health(port: int) -> list[str]:
+    return ["curl", "-fsS", "-o", "/dev/null", f"http://127.0.0.1:{port}/healthz"]
+
+
+# The pods that may reach the store: the tenants' backup and restore Jobs (and `make backups`,
+# a Job of the backup CronJob), by the name label their pod templates carry
+# (components.backups.objects._pod).
+CLIENT_NAMES = (BACKUP, RESTORE)
+
+
+def network_policy() -> dict[str, Any]:
+    """Only the S3 port, only from the backup and restore Jobs. ``weed server`` also listens on
+    every address with the filer (:8888), master (:9333), volume (:8080), their gRPC ports, the
+    S3 gRPC port (:18333, whose SeaweedS3IamCache service has PutIdentity), Iceberg (:8181) and
+    Lance (:9101) (seaweedfs 4.44 weed/command/server.go:60,115,163-167,293-309,
+    weed/command/s3.go:432-440, weed/pb/s3.proto:15-22): none of them checks the per-bucket
+    credentials (no JWT keys: weed/command/scaffold/security.toml), so each would read or
+    change every tenant's archives. kind's kindnetd enforces NetworkPolicies (kind v0.31.0
+    images/kindnetd/cmd/kindnetd/main.go:220-242, sigs.k8s.io/kube-network-policies)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(STORE),
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": STORE}},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {},
+                            "podSelector": {
+                                "matchExpressions": [
+                                    {
+                                        "key": "app.kubernetes.io/name",
+                                        "operator": "In",
+                                        "values": list(CLIENT_NAMES),
+                                    }
+                                ]
+                            },
+                        }
+                    ],
+                    "ports": [{"protocol": "TCP", "port": S3_PORT}],
+                }
+            ],
         },
     }
 
@@ -257,6 +308,13 @@ def register(
         spec=digest.apply(lambda d: deployment(d)["spec"]),
     )
     typed_object(f"{name}-backup-store-service", service(), site.k8s_opts([ns]))
+    policy = network_policy()
+    k8s.networking.v1.NetworkPolicy(
+        f"{name}-backup-store-policy",
+        metadata=policy["metadata"],
+        spec=policy["spec"],
+        opts=site.k8s_opts([ns]),
+    )
     buckets = site.gate(
         "backup-store-buckets",
         {

@@ -43,6 +43,7 @@ def _store() -> list[dict[str, Any]]:
         backup_store.config_secret(),
         backup_store.deployment("0" * 64),
         backup_store.service(),
+        backup_store.network_policy(),
     ]
 
 
@@ -340,3 +341,68 @@ def test_the_tool_reads_the_archive_key_the_target_secret_holds(build: Any) -> N
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert env["BACKUP_KEY_FILE"] == f"{objects.TARGET_DIR}/{objects.TARGET_KEY_KEY}"
     assert objects.TARGET_KEY_KEY in backup_store.tenant_target("ab" * 32, "t", "1a" * 32)
+
+
+# ------------------------------------------------------------------- the lab store's exposure
+
+
+def _admits(policy: dict[str, Any], labels: dict[str, str], port: int) -> bool:
+    """NetworkPolicy ingress semantics for a peer pod in any namespace (the peers here use an
+    empty namespaceSelector): some rule lists ``port`` and a ``from`` entry whose podSelector
+    matches ``labels``."""
+
+    def matches(selector: dict[str, Any]) -> bool:
+        if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+            return False
+        for expression in selector.get("matchExpressions", []):
+            assert expression["operator"] == "In"
+            if labels.get(expression["key"]) not in expression["values"]:
+                return False
+        return True
+
+    for rule in policy["spec"]["ingress"]:
+        ports = {p["port"] for p in rule["ports"] if p["protocol"] == "TCP"}
+        if port in ports and any(
+            peer.get("namespaceSelector") == {} and matches(peer["podSelector"])
+            for peer in rule["from"]
+        ):
+            return True
+    return False
+
+
+def test_only_the_backup_jobs_reach_the_store_and_only_its_s3_port() -> None:
+    """The filer, master, volume and gRPC ports skip the per-bucket credentials: the policy
+    admits the S3 port alone, from the pods of the tenants' backup and restore Jobs as the
+    program builds them, and nothing else."""
+    policy = backup_store.network_policy()
+    store_labels = backup_store.deployment("0" * 64)["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= store_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    for build in (objects.backup_cron_job, objects.restore_cron_job):
+        for plan in (LAB, PROD):
+            labels = _pod_labels(build(plan))
+            assert _admits(policy, labels, backup_store.S3_PORT)
+            for port in (backup_store.FILER_PORT, 9333, 8080, 18333, 18888, 8181, 9101):
+                assert not _admits(policy, labels, port), port
+    # Any other pod, e.g. a tenant's control plane next to its backups, is refused.
+    assert not _admits(policy, {"app.kubernetes.io/name": "tenant-a"}, backup_store.S3_PORT)
+    assert not _admits(policy, {}, backup_store.S3_PORT)
+
+
+def test_the_store_declares_and_probes_no_port_the_policy_closes() -> None:
+    container = backup_store.deployment("0" * 64)["spec"]["template"]["spec"]["containers"][0]
+    assert [p["containerPort"] for p in container["ports"]] == [backup_store.S3_PORT]
+    for probe in ("readinessProbe", "livenessProbe"):
+        # Run inside the container: no probe traffic for the policy to drop.
+        assert set(container[probe]) <= {"exec", "initialDelaySeconds"}
+        assert container[probe]["exec"]["command"][0] == "curl"
+    readiness = container["readinessProbe"]["exec"]["command"][-1]
+    assert readiness == f"http://127.0.0.1:{backup_store.FILER_PORT}/healthz"
+
+
+def _pod_labels(cron_job: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = cron_job["spec"]["jobTemplate"]["spec"]["template"]["metadata"][
+        "labels"
+    ]
+    return labels
