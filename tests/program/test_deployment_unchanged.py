@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "2be9a5186939a9081229d2f2eb7eba1cd492e462"
+BASELINE = "cc8625b33e2ee2e76a0e8a1d5fa385e2240ca6f7"
 
 
 def _has_commit(commit: str) -> bool:
