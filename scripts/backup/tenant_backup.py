@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 1
+# 2: the archive also carries the tenant's root keys (``pki``, see read_pki) after its metadata.
+FORMAT_VERSION = 2
 ARCHIVE_SUFFIX = ".json.gz"
 MANIFEST_SUFFIX = ".manifest.json"
 PLAN_DIR = "restore"
@@ -499,18 +500,25 @@ class ArchiveWriter:
         self.count += 1
         self.leased += kv.leased
 
-    def finish(self, metadata: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
-        """Complete ``metadata`` with the counts and digest, close the archive; returns the
-        metadata, the archive's size and sha256."""
+    def finish(
+        self, metadata: dict[str, Any], pki: Mapping[str, Mapping[str, str]] | None = None
+    ) -> tuple[dict[str, Any], int, str]:
+        """Complete ``metadata`` with the counts and digests, write ``pki`` (the tenant's root
+        keys, read_pki) after it, close the archive; returns the metadata, the archive's size and
+        sha256."""
+        pki = dict(pki or {})
         metadata = {
             **metadata,
             "formatVersion": FORMAT_VERSION,
             "keyCount": self.count,
             "leasedKeyCount": self.leased,
             "payloadSha256": self._digest.hexdigest(),
+            "pkiSecrets": sorted(pki),
+            "pkiSha256": pki_sha256(pki),
         }
         tail = json.dumps(metadata, sort_keys=True, separators=(",", ":"))
-        self._gzip.write(f'],"metadata":{tail}}}'.encode())
+        pki_text = json.dumps(pki, sort_keys=True, separators=(",", ":"))
+        self._gzip.write(f'],"metadata":{tail},"pki":{pki_text}}}'.encode())
         self._gzip.close()
         self._file.close()
         return metadata, self.path.stat().st_size, _file_sha256(self.path)
@@ -538,6 +546,7 @@ class ArchiveReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.metadata: dict[str, Any] | None = None
+        self.pki: dict[str, dict[str, str]] = {}
 
     def __iter__(self) -> Iterator[KV]:
         try:
@@ -613,6 +622,8 @@ class ArchiveReader:
                 break
         expect(',"metadata":')
         metadata = value()
+        expect(',"pki":')
+        pki = value()
         expect("}")
         if peek():
             raise BackupError("archive is not a backup document: data after its end")
@@ -628,6 +639,7 @@ class ArchiveReader:
             raise BackupError("archive's leased-key count does not match its keys")
         if metadata.get("payloadSha256") != digest.hexdigest():
             raise BackupError("archive's payload sha256 does not match its keys and values")
+        self.pki = _checked_pki(pki, metadata)
         self.metadata = metadata
 
 
@@ -646,9 +658,11 @@ def build_archive(
     revision: int,
     when: dt.datetime,
     kvs: list[KV],
+    pki: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[dict[str, Any], bytes]:
     """The metadata and the gzip'd archive bytes (deterministic: gzip mtime 0)."""
     kvs = sorted(kvs, key=lambda kv: kv.key)
+    pki = {name: dict(data) for name, data in (pki or {}).items()}
     metadata = {
         "formatVersion": FORMAT_VERSION,
         "tenant": tenant,
@@ -659,9 +673,12 @@ def build_archive(
         "keyCount": len(kvs),
         "leasedKeyCount": sum(kv.leased for kv in kvs),
         "payloadSha256": payload_sha256(kvs),
+        "pkiSecrets": sorted(pki),
+        "pkiSha256": pki_sha256(pki),
     }
     document = {
         "metadata": metadata,
+        "pki": pki,
         "kvs": [
             {
                 "key": base64.b64encode(kv.key).decode("ascii"),
@@ -707,7 +724,71 @@ def parse_archive(blob: bytes) -> tuple[dict[str, Any], list[KV]]:
         raise BackupError("archive holds a key twice")
     if metadata.get("payloadSha256") != payload_sha256(kvs):
         raise BackupError("archive's payload sha256 does not match its keys and values")
+    _checked_pki(document.get("pki"), metadata)
     return metadata, kvs
+
+
+# --------------------------------------------------------------------------------------------
+# The tenant's root keys
+#
+# Kamaji keeps a tenant's CA, service-account key pair and front-proxy CA in Secrets
+# ``<tcp>-ca``, ``<tcp>-sa-certificate`` and ``<tcp>-front-proxy-ca-certificate`` of its namespace
+# (clastix/kamaji 26.8.2-edge internal/resources/ca_certificate.go:66-67,82-84,
+# sa_certificate.go:62-63,78-79, front_proxy_ca_certificate.go:62-63,78-79,
+# internal/utilities/utilities.go:43-44) and generates new ones when they are absent
+# (ca_certificate.go:139-154). Every other certificate and kubeconfig of the tenant derives from
+# them. A datastore restored without them, after the management cluster was lost, would pair the
+# tenant's objects with a new CA and service-account key: kubelets' certificates and
+# service-account tokens would no longer verify.
+
+
+def pki_sha256(pki: Mapping[str, Mapping[str, str]]) -> str:
+    """A digest of the root keys as the archive holds them (names, data keys, base64 values)."""
+    text = json.dumps(pki, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _checked_pki(pki: Any, metadata: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    if not isinstance(pki, dict) or not all(
+        isinstance(data, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in data.items())
+        for data in pki.values()
+    ):
+        raise BackupError("archive is not a backup document: its pki is not Secrets' data")
+    if metadata.get("pkiSecrets") != sorted(pki) or metadata.get("pkiSha256") != pki_sha256(pki):
+        raise BackupError("archive's pki does not match its metadata")
+    for data in pki.values():
+        for value in data.values():
+            base64.b64decode(value, validate=True)
+    return pki
+
+
+def read_pki(directory: Path, names: list[str]) -> dict[str, dict[str, str]]:
+    """The Secrets ``names`` as the Job mounts them, ``directory/<name>/<key>`` (a Secret
+    volume: one file per data key, beside the kubelet's own ``..data`` links), base64."""
+    pki: dict[str, dict[str, str]] = {}
+    for name in names:
+        folder = directory / name
+        try:
+            files = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+            data = {p.name: base64.b64encode(p.read_bytes()).decode("ascii") for p in files}
+        except OSError as err:
+            raise BackupError(f"the tenant's {name} Secret is not readable: {err}") from None
+        if not data:
+            raise BackupError(f"the tenant's {name} Secret is empty")
+        pki[name] = data
+    return pki
+
+
+def _job_pki() -> dict[str, dict[str, str]]:
+    """BACKUP_PKI_SECRETS (comma-separated names) read from BACKUP_PKI_DIR; none when unset."""
+    names = [n for n in os.environ.get("BACKUP_PKI_SECRETS", "").split(",") if n]
+    if not names:
+        return {}
+    directory = os.environ.get("BACKUP_PKI_DIR", "")
+    if not directory:
+        raise BackupError("BACKUP_PKI_SECRETS is set but BACKUP_PKI_DIR is not")
+    return read_pki(Path(directory), names)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1179,6 +1260,7 @@ def cmd_backup() -> None:
     if retention < 1:
         raise BackupError("BACKUP_RETENTION must be at least 1")
     key = _archive_key()
+    pki = _job_pki()
     s3 = S3()
     work = _work_dir()
     export = Export(_export_path(), prefix)
@@ -1199,7 +1281,8 @@ def cmd_backup() -> None:
                 "kubernetesVersion": kubernetes_version,
                 "revision": revision,
                 "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            }
+            },
+            pki,
         )
     except BaseException:
         writer.abandon()
@@ -1414,6 +1497,12 @@ def cmd_fetch() -> None:
         if reader.metadata != metadata:
             raise BackupError(f"{name}: archive metadata differs from its manifest")
         archive.unlink()
+        # The tenant's root keys, as merge patches of its Secrets (tenant-pki.sh applies them).
+        (staging / "pki").mkdir()
+        for secret, data in reader.pki.items():
+            if not re.fullmatch(r"[a-z0-9-]+", secret):
+                raise BackupError(f"{name}: its pki names a Secret {secret!r}")
+            (staging / "pki" / f"{secret}.json").write_text(json.dumps({"data": data}))
         (staging / "prefix").write_text(prefix, encoding="utf-8")
         summary = {
             "backupName": name,
@@ -1422,6 +1511,7 @@ def cmd_fetch() -> None:
             "metadata": metadata,
             "keysToRestore": restored,
             "leasedKeysSkipped": skipped,
+            "pkiSecrets": sorted(reader.pki),
         }
         (staging / "plan.json").write_text(json.dumps(summary, sort_keys=True, indent=1) + "\n")
         staging.rename(plan)
@@ -1439,6 +1529,7 @@ def cmd_fetch() -> None:
             "time": metadata["time"],
             "keysToRestore": restored,
             "leasedKeysSkipped": len(skipped),
+            "pkiSecrets": metadata.get("pkiSecrets", []),
             "plan": str(plan),
             **({"warning": warning} if warning else {}),
         }

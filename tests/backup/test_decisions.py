@@ -232,3 +232,32 @@ def test_an_archive_key_must_be_64_hex_digits(text: str) -> None:
         tool.parse_key(text)
     assert text not in str(caught.value) or not text
     assert tool.parse_key("AB" * 32 + "\n") == bytes([0xAB]) * 32
+
+
+def test_the_archived_root_keys_are_checked_against_the_metadata() -> None:
+    pki = {"ca": {"ca.key": "a2V5", "ca.crt": "Y3J0"}}
+    metadata, blob = tool.build_archive(
+        tenant="t",
+        prefix="/t/",
+        kubernetes_version="v1.35.0",
+        revision=3,
+        when=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+        kvs=[tool.KV(b"/t/a", b"1", False)],
+        pki=pki,
+    )
+    assert metadata["pkiSecrets"] == ["ca"]
+    tool.parse_archive(blob)
+    swapped = gzip.compress(gzip.decompress(blob).replace(b"a2V5", b"b3Ro"))
+    with pytest.raises(tool.BackupError, match="pki does not match its metadata"):
+        tool.parse_archive(swapped)
+
+
+def test_root_keys_are_read_as_the_kubelet_mounts_them(tmp_path: Path) -> None:
+    real = tmp_path / "ca" / "..2026"
+    real.mkdir(parents=True)
+    (real / "ca.key").write_bytes(b"\x00key\n")
+    (tmp_path / "ca" / "..data").symlink_to("..2026")
+    (tmp_path / "ca" / "ca.key").symlink_to("..data/ca.key")
+    assert tool.read_pki(tmp_path, ["ca"]) == {"ca": {"ca.key": "AGtleQo="}}
+    with pytest.raises(tool.BackupError, match="sa-certificate Secret is not readable"):
+        tool.read_pki(tmp_path, ["ca", "sa-certificate"])

@@ -144,9 +144,9 @@ def test_the_backup_checks_the_tenant_around_its_export() -> None:
 def test_the_restore_verifies_before_it_stops_and_starts_only_after_the_check() -> None:
     pod = _pod(objects.restore_cron_job(PROD))
     steps = [c["name"] for c in pod["initContainers"]]
-    assert steps == ["endpoints", "fetch", "stop", "import", "export", "check"]
+    assert steps == ["endpoints", "fetch", "stop", "import", "export", "check", "pki"]
     assert [c["name"] for c in pod["containers"]] == ["start"]
-    check = pod["initContainers"][-1]
+    check = pod["initContainers"][-2]
     assert {"name": "EXPORT_FILE", "value": "restored.json"} in check["env"]
     assert check["command"][-1] == "check-restored"
 
@@ -200,6 +200,14 @@ def test_only_the_prod_restore_may_pause_the_cluster() -> None:
     for rule in _rules(PROD, restore=True):
         if rule["resources"] == ["cronjobs"]:
             assert rule["resourceNames"] == [objects.BACKUP], rule
+        elif rule["resources"] == ["secrets"]:
+            # Kamaji's root-key Secrets of this tenant only, and never create.
+            assert rule["resourceNames"] == [
+                "team-vision-ca",
+                "team-vision-sa-certificate",
+                "team-vision-front-proxy-ca-certificate",
+            ], rule
+            assert rule["verbs"] == ["get", "patch"]
         elif rule["resources"] not in (["pods"], ["jobs"]):
             assert rule["resourceNames"] == ["team-vision"], rule
 
@@ -406,3 +414,27 @@ def _pod_labels(cron_job: dict[str, Any]) -> dict[str, str]:
         "labels"
     ]
     return labels
+
+
+def test_the_backup_reads_the_tenants_root_keys_and_the_restore_writes_them_back() -> None:
+    """The upload step mounts Kamaji's CA, service-account and front-proxy CA Secrets where the
+    tool reads them; the restore writes them back after the check, before the start."""
+    for plan, tcp in ((LAB, "tenant-a"), (PROD, "team-vision")):
+        pod = _pod(objects.backup_cron_job(plan))
+        upload = pod["containers"][0]
+        env = {e["name"]: e.get("value") for e in upload["env"]}
+        names = env["BACKUP_PKI_SECRETS"].split(",")
+        assert names == list(objects.PKI_SECRETS)
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mounts = {m["mountPath"]: m["name"] for m in upload["volumeMounts"]}
+        for name in names:
+            volume = volumes[mounts[f"{env['BACKUP_PKI_DIR']}/{name}"]]
+            assert volume["secret"]["secretName"] == f"{tcp}-{name}"
+        # No other step sees them.
+        for container in pod["initContainers"]:
+            assert not [m for m in container["volumeMounts"] if m["name"].startswith("pki-")]
+        restore = _pod(objects.restore_cron_job(plan))
+        pki = restore["initContainers"][-1]
+        assert pki["command"][-1].endswith("/tenant-pki.sh")
+        assert {"name": "CONTROL_PLANE", "value": tcp} in pki["env"]
+        assert not [v for v in restore["volumes"] if v["name"].startswith("pki-")]
