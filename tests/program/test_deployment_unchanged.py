@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "cc8625b33e2ee2e76a0e8a1d5fa385e2240ca6f7"
+BASELINE = "fe67e7c051621827b2fed18c9757b16dcadabcc2"
 
 
 def _has_commit(commit: str) -> bool:
