@@ -16,6 +16,7 @@ from components.backups import objects
 from components.backups.target import target_environment
 from components.config import ConfigError
 from components.lab import backup_store
+from components.metrics import backup_alerts
 from components.scripts import SCRIPTS_ROOT
 from tests.support.backup_plans import LAB_PLAN, PROD_PLAN
 from tests.support.kube_schemas import builtin_violations
@@ -49,7 +50,7 @@ def _store() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     "manifest",
-    [*_all(LAB), *_all(PROD), *_store()],
+    [*_all(LAB), *_all(PROD), *_store(), *backup_alerts.manifests("gpu-platform-metrics")],
     ids=lambda m: f"{m['kind']}-{m['metadata']['name']}",
 )
 def test_every_object_validates_against_the_clusters_openapi_schema(
