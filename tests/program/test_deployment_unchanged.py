@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "fe67e7c051621827b2fed18c9757b16dcadabcc2"
+BASELINE = "50b05b7e97185af9f2ab3175e4b0f31b633de375"
 
 
 def _has_commit(commit: str) -> bool:
