@@ -1439,28 +1439,62 @@ def _key_restorable(key: bytes) -> None:
         raise BackupError(f"key {key!r} holds a NUL or newline byte; etcdctl cannot restore it")
 
 
+def clone_source(tenant: str, prefix: str, env: Mapping[str, str]) -> tuple[str, str]:
+    """The tenant and key prefix whose backup a restore reads: this tenant's own, or, to restore
+    another tenant's backup here (BACKUP_SOURCE_TENANT, BACKUP_SOURCE_PREFIX), that tenant's.
+    Refuses a source that names a prefix overlapping this tenant's. Pure."""
+    source = env.get("BACKUP_SOURCE_TENANT") or tenant
+    if source == tenant:
+        return tenant, prefix
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", source):
+        raise BackupError(f"BACKUP_SOURCE_TENANT has characters not allowed in a name: {source!r}")
+    source_prefix = env.get("BACKUP_SOURCE_PREFIX") or ""
+    if not (
+        source_prefix.startswith("/") and source_prefix.endswith("/") and len(source_prefix) > 2
+    ):
+        raise BackupError(
+            f"BACKUP_SOURCE_PREFIX must be tenant {source}'s key prefix /<schema>/, got "
+            f"{source_prefix!r}"
+        )
+    if source_prefix.startswith(prefix) or prefix.startswith(source_prefix):
+        raise BackupError(
+            f"tenant {source}'s prefix {source_prefix} overlaps {tenant}'s {prefix}: refusing to "
+            "restore one into the other"
+        )
+    return source, source_prefix
+
+
+def rewrite_key(key: bytes, source_prefix: str, prefix: str) -> bytes:
+    """A key of the source tenant's backup under this tenant's prefix. Pure."""
+    inside = source_prefix.encode("utf-8")
+    if not key.startswith(inside):
+        raise BackupError(f"key {key!r} is outside BACKUP_PREFIX {source_prefix}")
+    return prefix.encode("utf-8") + key[len(inside) :]
+
+
 def cmd_fetch() -> None:
     tenant, prefix = _tenant(), _prefix()
+    source, source_prefix = clone_source(tenant, prefix, os.environ)
     work = _work_dir()
     plan = work / PLAN_DIR
     # A plan left by an earlier run must never be applied in place of this one.
     shutil.rmtree(plan, ignore_errors=True)
     s3 = S3()
     wanted = _env("BACKUP_NAME")
-    backups = list_backups(s3, tenant)
+    backups = list_backups(s3, source)
     if wanted == "latest":
         complete = [b for b in backups if b.complete]
         if not complete:
-            raise BackupError(f"no complete backup of tenant {tenant} under {s3.prefix!r}")
+            raise BackupError(f"no complete backup of tenant {source} under {s3.prefix!r}")
         name = complete[0].name
     else:
         name = wanted
-        if not _name_pattern(s3.prefix, tenant).fullmatch(name):
+        if not _name_pattern(s3.prefix, source).fullmatch(name):
             raise BackupError(
-                f"BACKUP_NAME {name!r} is not a backup of tenant {tenant} under {s3.prefix!r}"
+                f"BACKUP_NAME {name!r} is not a backup of tenant {source} under {s3.prefix!r}"
             )
     manifest = _manifest_of(s3, name)
-    metadata = _check_manifest(s3, name, manifest, tenant, prefix)
+    metadata = _check_manifest(s3, name, manifest, source, source_prefix)
     key = _archive_key()
     _check_encryption(name, manifest, key)
     refusal, warning = version_refusal(
@@ -1480,26 +1514,28 @@ def cmd_fetch() -> None:
         (staging / "keys").mkdir()
         (staging / "values").mkdir()
         restored, skipped = 0, []
-        inside = prefix.encode("utf-8")
         reader = ArchiveReader(archive)
         # One key at a time from the archive into the plan; the archive's own checks (counts,
         # payload digest) run when it ends, and the plan is only renamed into place after them.
+        # Another tenant's keys move under this tenant's prefix (their order is kept: the same
+        # byte prefix is replaced on every key).
         for kv in reader:
-            if not kv.key.startswith(inside):
-                raise BackupError(f"key {kv.key!r} is outside BACKUP_PREFIX {prefix}")
+            key = rewrite_key(kv.key, source_prefix, prefix)
             if kv.leased:
-                skipped.append(kv.key.decode("utf-8", "backslashreplace"))
+                skipped.append(key.decode("utf-8", "backslashreplace"))
                 continue
-            _key_restorable(kv.key)
-            (staging / "keys" / f"{restored:08d}").write_bytes(kv.key)
+            _key_restorable(key)
+            (staging / "keys" / f"{restored:08d}").write_bytes(key)
             (staging / "values" / f"{restored:08d}").write_bytes(kv.value)
             restored += 1
         if reader.metadata != metadata:
             raise BackupError(f"{name}: archive metadata differs from its manifest")
         archive.unlink()
-        # The tenant's root keys, as merge patches of its Secrets (tenant-pki.sh applies them).
+        # The tenant's root keys, as merge patches of its Secrets (tenant-pki.sh applies them);
+        # never another tenant's: two tenants sharing a CA and service-account key would accept
+        # each other's credentials.
         (staging / "pki").mkdir()
-        for secret, data in reader.pki.items():
+        for secret, data in reader.pki.items() if source == tenant else ():
             if not re.fullmatch(r"[a-z0-9-]+", secret):
                 raise BackupError(f"{name}: its pki names a Secret {secret!r}")
             (staging / "pki" / f"{secret}.json").write_text(json.dumps({"data": data}))
@@ -1511,7 +1547,9 @@ def cmd_fetch() -> None:
             "metadata": metadata,
             "keysToRestore": restored,
             "leasedKeysSkipped": skipped,
-            "pkiSecrets": sorted(reader.pki),
+            "pkiSecrets": sorted(reader.pki) if source == tenant else [],
+            "tenant": tenant,
+            "sourceTenant": source,
         }
         (staging / "plan.json").write_text(json.dumps(summary, sort_keys=True, indent=1) + "\n")
         staging.rename(plan)
@@ -1529,7 +1567,8 @@ def cmd_fetch() -> None:
             "time": metadata["time"],
             "keysToRestore": restored,
             "leasedKeysSkipped": len(skipped),
-            "pkiSecrets": metadata.get("pkiSecrets", []),
+            "pkiSecrets": metadata.get("pkiSecrets", []) if source == tenant else [],
+            **({"from": source} if source != tenant else {}),
             "plan": str(plan),
             **({"warning": warning} if warning else {}),
         }
@@ -1594,7 +1633,8 @@ def cmd_check_restored() -> None:
     tenant, prefix = _tenant(), _prefix()
     plan = _work_dir() / PLAN_DIR
     summary = _plan_summary(plan)
-    if summary.get("metadata", {}).get("tenant") != tenant or summary.get("prefix") != prefix:
+    planned_for = summary.get("tenant", summary.get("metadata", {}).get("tenant"))
+    if planned_for != tenant or summary.get("prefix") != prefix:
         raise BackupError(f"restore plan is not for tenant {tenant} and prefix {prefix}")
     expected = _plan_entries(plan)
     count, missing, extra, differ, first = compare(expected, iter(Export(_export_path(), prefix)))
@@ -1614,6 +1654,11 @@ def cmd_check_restored() -> None:
             "kubernetesVersion": metadata["kubernetesVersion"],
             "keysRestored": count,
             "leasedKeysSkipped": summary["leasedKeysSkipped"],
+            **(
+                {"from": summary["sourceTenant"]}
+                if summary.get("sourceTenant", tenant) != tenant
+                else {}
+            ),
         }
     )
 

@@ -586,3 +586,67 @@ def test_a_tenant_is_packed_and_fetched_a_key_at_a_time(etcd: Etcd, job: dict[st
     ok(run_script("etcd-export.sh", {**job, "EXPORT_FILE": "restored.json"}))
     peak = _peak_mib("check-restored", {**job, "EXPORT_FILE": "restored.json"}, out)
     assert peak < 80, f"check-restored peaked at {peak:.0f} MiB"
+
+
+def _into_b(job: dict[str, str], etcd: Etcd, **extra: str) -> dict[str, str]:
+    """tenant_b's restore Job reading tenant_a's backup: tenant_b's own etcd user and prefix,
+    tenant_a's target (make restore FROM_TENANT copies its Secret for the Job)."""
+    return {
+        **job,
+        **etcd.env("tenant_b"),
+        "BACKUP_TENANT": "tenant_b",
+        "BACKUP_PREFIX": "/tenant_b/",
+        "BACKUP_SOURCE_TENANT": "tenant_a",
+        "BACKUP_SOURCE_PREFIX": "/tenant_a/",
+        **extra,
+    }
+
+
+def test_a_backup_restores_into_another_tenant_under_its_prefix(
+    etcd: Etcd, job: dict[str, str]
+) -> None:
+    """Issue 38 point 6: tenant_a's backup into tenant_b (a clone, or a tenant re-created under
+    another name): every key moves from /tenant_a/ to /tenant_b/ with its exact bytes, what
+    tenant_b held is replaced, tenant_a is not touched, and no root key travels."""
+    name = backup(job)["name"]
+    _, a_before = etcd.dump("/tenant_a/")
+    etcd.put("/tenant_b/registry/stale", b"replaced by the clone")
+    env = _into_b(job, etcd, BACKUP_NAME=name)
+    fetched = json.loads(ok(run_tool("fetch", env)).stdout)
+    assert fetched["from"] == "tenant_a"
+    assert fetched["pkiSecrets"] == []
+    ok(run_script("etcd-import.sh", env))
+    ok(run_script("etcd-export.sh", {**env, "EXPORT_FILE": "restored.json"}))
+    result = json.loads(
+        ok(run_tool("check-restored", {**env, "EXPORT_FILE": "restored.json"})).stdout
+    )
+    assert result["tenant"] == "tenant_b"
+    assert result["from"] == "tenant_a"
+    assert result["keysRestored"] == len(A_SEEDS)
+    _, b_after = etcd.dump("/tenant_b/")
+    assert {k: v["value"] for k, v in b_after.items()} == {
+        b"/tenant_b/" + k[len(b"/tenant_a/") :]: v for k, v in A_SEEDS.items()
+    }
+    assert etcd.dump("/tenant_a/")[1] == a_before
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ({"BACKUP_SOURCE_PREFIX": ""}, "BACKUP_SOURCE_PREFIX must be tenant tenant_a's key prefix"),
+        ({"BACKUP_SOURCE_PREFIX": "/tenant_b/"}, "overlaps"),
+        ({"BACKUP_SOURCE_PREFIX": "/tenant_b/x/"}, "overlaps"),
+        # A backup is read with the tenant and prefix it was taken of, nothing else.
+        ({"BACKUP_SOURCE_PREFIX": "/tenant_c/"}, "holds prefix '/tenant_a/', not '/tenant_c/'"),
+        ({"BACKUP_SOURCE_TENANT": "tenant_c"}, "is not a backup of tenant tenant_c"),
+    ],
+)
+def test_a_restore_from_another_tenant_refuses_what_it_cannot_do_safely(
+    etcd: Etcd, job: dict[str, str], extra: dict[str, str], words: str
+) -> None:
+    name = backup(job)["name"]
+    before = etcd.dump("/")
+    line = refused(run_tool("fetch", _into_b(job, etcd, BACKUP_NAME=name, **extra)))
+    assert words in line, line
+    assert not (Path(job["WORK_DIR"]) / "restore").exists()
+    assert etcd.dump("/") == before
