@@ -1472,6 +1472,65 @@ def rewrite_key(key: bytes, source_prefix: str, prefix: str) -> bytes:
     return prefix.encode("utf-8") + key[len(inside) :]
 
 
+# The import writes the plan in transactions (etcd-import.sh): at most TXN_OPS puts (etcd's
+# --max-txn-ops defaults to 128, etcd-io/etcd v3.5.6 server/embed/config.go) and about TXN_BYTES
+# of keys and values (its --max-request-bytes defaults to 1.5 MiB, config.go:58), one larger value
+# alone.
+TXN_OPS = 64
+TXN_BYTES = 1 << 20
+
+
+def txn_quote(data: bytes) -> str:
+    """``data`` as a Go double-quoted string, every byte kept: etcdctl txn reads each request line
+    with argify, which unquotes "..." words with fmt.Sscanf %q (etcd-io/etcd v3.5.6
+    etcdctl/ctlv3/command/util.go:59-77, the same in v3.4.23), and a \\xHH escape in a Go string
+    literal is that byte. Printable ASCII stays as it is. Pure."""
+    out = []
+    for byte in data:
+        if 0x20 <= byte < 0x7F and byte not in (0x22, 0x5C):
+            out.append(chr(byte))
+        else:
+            out.append(f"\\x{byte:02x}")
+    return '"' + "".join(out) + '"'
+
+
+def _txn_ops() -> int:
+    """BACKUP_TXN_OPS (1 to 128; the drill uses 1 to kill etcd in the middle of an import),
+    else TXN_OPS."""
+    text = os.environ.get("BACKUP_TXN_OPS") or str(TXN_OPS)
+    if not text.isdigit() or not 1 <= int(text) <= 128:
+        raise BackupError("BACKUP_TXN_OPS must be a number of puts from 1 to 128")
+    return int(text)
+
+
+class TxnWriter:
+    """The plan's puts as ``etcdctl txn`` inputs, ``txn/NNNNNN``: no comparison, the puts as the
+    success branch (``put -- "key" "value"``: ``--`` so that a word starting with ``-`` is never
+    a flag), no failure branch."""
+
+    def __init__(self, directory: Path, ops: int = TXN_OPS) -> None:
+        self.directory, self.ops = directory, ops
+        directory.mkdir()
+        self.batches = 0
+        self._lines: list[str] = []
+        self._bytes = 0
+
+    def add(self, key: bytes, value: bytes) -> None:
+        size = len(key) + len(value)
+        if self._lines and (len(self._lines) >= self.ops or self._bytes + size > TXN_BYTES):
+            self.flush()
+        self._lines.append(f"put -- {txn_quote(key)} {txn_quote(value)}")
+        self._bytes += size
+
+    def flush(self) -> None:
+        if not self._lines:
+            return
+        text = "\n" + "\n".join(self._lines) + "\n\n\n"
+        (self.directory / f"{self.batches:06d}").write_text(text, encoding="ascii")
+        self.batches += 1
+        self._lines, self._bytes = [], 0
+
+
 def cmd_fetch() -> None:
     tenant, prefix = _tenant(), _prefix()
     source, source_prefix = clone_source(tenant, prefix, os.environ)
@@ -1513,6 +1572,7 @@ def cmd_fetch() -> None:
         sealed.unlink()
         (staging / "keys").mkdir()
         (staging / "values").mkdir()
+        txn = TxnWriter(staging / "txn", _txn_ops())
         restored, skipped = 0, []
         reader = ArchiveReader(archive)
         # One key at a time from the archive into the plan; the archive's own checks (counts,
@@ -1527,7 +1587,9 @@ def cmd_fetch() -> None:
             _key_restorable(key)
             (staging / "keys" / f"{restored:08d}").write_bytes(key)
             (staging / "values" / f"{restored:08d}").write_bytes(kv.value)
+            txn.add(key, kv.value)
             restored += 1
+        txn.flush()
         if reader.metadata != metadata:
             raise BackupError(f"{name}: archive metadata differs from its manifest")
         archive.unlink()

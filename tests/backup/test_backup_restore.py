@@ -650,3 +650,65 @@ def test_a_restore_from_another_tenant_refuses_what_it_cannot_do_safely(
     assert words in line, line
     assert not (Path(job["WORK_DIR"]) / "restore").exists()
     assert etcd.dump("/") == before
+
+
+def test_the_import_writes_in_transactions_with_every_byte_kept(
+    etcd: Etcd, job: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 38: one etcdctl and TLS handshake per key made the import the restore's bottleneck.
+    The plan goes in transactions of up to TXN_OPS puts, Go-quoted: quotes, backslashes, NUL,
+    0xff, newlines, a leading dash and empty values come back exactly, and the import runs one
+    etcdctl per transaction (plus the delete), not one per key."""
+    many = {
+        f"/tenant_a/registry/configmaps/default/cm-{i:04d}".encode(): bytes([i % 256]) * (i % 7)
+        for i in range(300)
+    }
+    odd = {
+        b'/tenant_a/registry/odd/"quoted" \\back': b'-- "x" \\y\n\x00\xff\n',
+        b"/tenant_a/registry/odd/-dash": b"-n",
+        b"/tenant_a/registry/odd/\xc3\xbc\x7f": bytes(range(256)),
+    }
+    for key, value in {**many, **odd}.items():
+        etcd.put(key, value)
+    _, expected = etcd.dump("/tenant_a/")
+    name = backup(job)["name"]
+    etcd.ctl("del", "--prefix", "/tenant_a/")
+    etcd.put("/tenant_a/registry/stray", b"gone after the import")
+
+    # etcdctl as the Job runs it, each invocation logged.
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    log = tmp_path / "etcdctl.log"
+    real = shutil.which("etcdctl")
+    assert real is not None
+    (wrapper / "etcdctl").write_text(f'#!/bin/sh\necho "$1" >>"{log}"\nexec "{real}" "$@"\n')
+    (wrapper / "etcdctl").chmod(0o755)
+    env = {**job, "BACKUP_NAME": name, "PATH": f"{wrapper}:{job['PATH']}"}
+    ok(run_tool("fetch", env))
+    batches = sorted((Path(job["WORK_DIR"]) / "restore" / "txn").iterdir())
+    keys = len(expected) - 1  # the leased key is not restored
+    assert len(batches) == -(-keys // tool.TXN_OPS)
+    ok(run_script("etcd-import.sh", env))
+    assert log.read_text().split() == ["del"] + ["txn"] * len(batches)
+    ok(run_script("etcd-export.sh", {**env, "EXPORT_FILE": "restored.json"}))
+    ok(run_tool("check-restored", {**env, "EXPORT_FILE": "restored.json"}))
+    _, after = etcd.dump("/tenant_a/")
+    assert {k: v["value"] for k, v in after.items()} == {
+        k: v["value"] for k, v in expected.items() if v["lease"] == 0
+    }
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"plain", b'"', b"\\", b"\x00\xff\n\r\t", bytes(range(256)), "ü €".encode()]
+)
+def test_txn_quoting_is_what_go_unquotes(data: bytes) -> None:
+    """txn_quote's output parsed back the way Go's strconv.Unquote reads a double-quoted string
+    literal (\\xHH is one byte; printable ASCII is itself)."""
+    quoted = tool.txn_quote(data)
+    assert quoted.isascii()
+    assert quoted.startswith('"')
+    assert quoted.endswith('"')
+    body = quoted[1:-1]
+    assert '"' not in body.replace("\\x22", "")
+    decoded = re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m[1], 16)]), body.encode())
+    assert decoded == data

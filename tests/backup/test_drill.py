@@ -227,7 +227,16 @@ def test_etcd_killed_mid_import_then_the_rerun_restores_the_good_backup(
     assert run_steps(["guard"], early)[0] is None
     # Restore 1: fetch, stop, and the import starts.
     cluster.job_status("datastore-restore-1", {"active": 1})
-    env = cluster.env("datastore-restore-1", BACKUP_NAME="latest", RESTORE="1")
+    # One put per transaction: the import lasts long enough to be cut in the middle. A
+    # transaction to a dead member waits its whole IMPORT_PUT_TIMEOUT (etcdctl txn has no
+    # command timeout of its own): 10 s here.
+    env = cluster.env(
+        "datastore-restore-1",
+        BACKUP_NAME="latest",
+        RESTORE="1",
+        BACKUP_TXN_OPS="1",
+        IMPORT_PUT_TIMEOUT="10s",
+    )
     assert run_steps(["fetch", "stop"], env)[0] is None
     assert cluster.state()["cronjob"]["suspend"] is True
     importing = step("import", env)
@@ -239,7 +248,8 @@ def test_etcd_killed_mid_import_then_the_rerun_restores_the_good_backup(
     failed, output = run_steps(["export", "recheck", "upload"], early)
     assert failed == "recheck", output
     assert "is paused" in one_error(output)
-    # etcd dies mid-import: the import stops at its first failed put, not after every key.
+    # etcd dies mid-import: the import stops at its first failed transaction, not after every
+    # key.
     own_etcd.kill()
     killed = time.monotonic()
     assert importing.wait(timeout=120) != 0
