@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "50b05b7e97185af9f2ab3175e4b0f31b633de375"
+BASELINE = "c660cd9cabdd12a1fe757361f303352350e321c9"
 
 
 def _has_commit(commit: str) -> bool:
