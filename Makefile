@@ -234,6 +234,7 @@ TENANT ?=
 BACKUP ?=
 YES ?=
 ACCEPT_SUSPECT ?=
+FROM_TENANT ?=
 BACKUPS := $(BIN)/python scripts/backups.py --kubeconfig-stdin
 MANAGEMENT_KUBECONFIG := $(PULUMI) stack output --stack $(STACK) --show-secrets managementKubeconfig
 
@@ -248,7 +249,7 @@ backups: venv $(STACK_READY) ## List TENANT's backups, newest first
 
 restore: venv $(STACK_READY) ## Restore TENANT from BACKUP=<name>|latest (stops its API server; needs YES=1)
 	@test -n "$(TENANT)" && test -n "$(BACKUP)" || { echo "make restore TENANT=<name> BACKUP=<name>|latest YES=1" >&2; exit 2; }
-	@$(MANAGEMENT_KUBECONFIG) | $(BACKUPS) restore --tenant $(TENANT) --backup $(BACKUP) $(if $(YES),--yes)
+	@$(MANAGEMENT_KUBECONFIG) | $(BACKUPS) restore --tenant $(TENANT) --backup $(BACKUP) $(if $(FROM_TENANT),--from-tenant $(FROM_TENANT)) $(if $(YES),--yes)
 
 .PHONY: docs
 docs: venv ## Regenerate docs/configuration.md's reference and the lab's image list (docs/lab.md)

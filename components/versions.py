@@ -112,6 +112,9 @@ class PinnedVersions:
     # v3.5 long-term-support line) and Grafana, pinned by tag (no digest could be read offline).
     prometheus_image: str = "quay.io/prometheus/prometheus:v3.5.0"
     grafana_image: str = "docker.io/grafana/grafana:12.1.1"
+    # The backup alerts' source (components.metrics.backup_alerts): kube-state-metrics, the image
+    # its v2.20.0 release names (README.md:101), pinned by tag.
+    kube_state_metrics_image: str = "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.20.0"
     # Tenant datastore backups (docs/backups.md), with images the lab already runs: etcdctl with a
     # shell from the etcd release kamaji-etcd v0.17.0 runs its own jobs with ("latest container
     # image with shell available", charts/kamaji-etcd/values.yaml:222-224), the stdlib Python of

@@ -13,7 +13,11 @@ The management kubeconfig comes on stdin (``make`` pipes ``pulumi stack output -
 managementKubeconfig``) and is written to a private temporary file, never printed.
 
 Usage: ``python scripts/backups.py {backup,list,restore} --tenant NAME [--backup NAME|latest]
-[--yes] [--accept-suspect] [--timeout SECONDS] --kubeconfig-stdin``
+[--from-tenant NAME] [--yes] [--accept-suspect] [--timeout SECONDS] --kubeconfig-stdin``
+
+``--from-tenant`` restores another tenant's backup into this one (a clone, or a tenant re-created
+under another name): the restore Job reads it through a copy of that tenant's target Secret,
+made for the Job and deleted after it, and moves every key under this tenant's prefix.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.backups.objects import BACKUP, RESTORE
+from components.backups.objects import BACKUP, RESTORE, TARGET
 from components.labels import TENANT_LABEL
 
 Kubectl = Callable[[Sequence[str], str | None], str]
@@ -85,6 +89,55 @@ def job_from(
         },
         "spec": {**template["spec"], "ttlSecondsAfterFinished": MANUAL_JOB_TTL_SECONDS},
     }
+
+
+def clone_job(
+    job: Mapping[str, Any], source_tenant: str, source_prefix: str, source_secret: str
+) -> dict[str, Any]:
+    """The restore ``job`` of one tenant made to read another tenant's backup: its fetch step
+    gets the source tenant and key prefix (tenant_backup.py moves every key under this tenant's
+    prefix), every reference to the tenant's own target Secret points at ``source_secret`` (a
+    copy of the source tenant's: its store, credential and archive key), and the step that writes
+    the root keys back is left out (two tenants must not share a CA or service-account key)."""
+    job = copy.deepcopy(dict(job))
+    pod = job["spec"]["template"]["spec"]
+    pod["initContainers"] = [c for c in pod.get("initContainers", []) if c["name"] != "pki"]
+    for container in pod["initContainers"] + pod["containers"]:
+        for entry in container.get("env", []):
+            ref = entry.get("valueFrom", {}).get("secretKeyRef")
+            if ref is not None and ref.get("name") == TARGET:
+                ref["name"] = source_secret
+        if container["name"] == "fetch":
+            container["env"] += [
+                {"name": "BACKUP_SOURCE_TENANT", "value": source_tenant},
+                {"name": "BACKUP_SOURCE_PREFIX", "value": source_prefix},
+            ]
+    for volume in pod.get("volumes", []):
+        if volume.get("secret", {}).get("secretName") == TARGET:
+            volume["secret"]["secretName"] = source_secret
+    job["metadata"]["annotations"] = {
+        **job["metadata"].get("annotations", {}),
+        "gpu-platform.io/restore-from-tenant": source_tenant,
+    }
+    return job
+
+
+def source_target(kubectl: Kubectl, source_tenant: str) -> tuple[str, dict[str, str]]:
+    """The source tenant's key prefix (its backup Job's ``BACKUP_PREFIX``) and its target
+    Secret's data (base64, as the API returns it; never printed)."""
+    cron_job = find_cron_job(kubectl, source_tenant, BACKUP)
+    pod = cron_job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    prefixes = {
+        e.get("value")
+        for c in pod.get("initContainers", []) + pod["containers"]
+        for e in c.get("env", [])
+        if e["name"] == "BACKUP_PREFIX"
+    }
+    if len(prefixes) != 1:
+        raise BackupsError(f"tenant {source_tenant!r}'s backup names no single key prefix")
+    namespace = cron_job["metadata"]["namespace"]
+    secret = json.loads(kubectl(["-n", namespace, "get", "secret", TARGET, "-o", "json"], None))
+    return str(prefixes.pop()), dict(secret.get("data") or {})
 
 
 def find_cron_job(kubectl: Kubectl, tenant: str, which: str) -> dict[str, Any]:
@@ -245,6 +298,26 @@ def act(kubectl: Kubectl, args: argparse.Namespace) -> int:
                 "taken over)"
             )
         job = job_from(cron_job, f"{RESTORE}-{stamp}", env={"BACKUP_NAME": args.backup})
+        source = getattr(args, "from_tenant", None)
+        if source:
+            if source == args.tenant:
+                raise BackupsError(
+                    f"FROM_TENANT is {args.tenant} itself: restore its own backup without it"
+                )
+            prefix, data = source_target(kubectl, source)
+            secret = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": f"{RESTORE}-source-{stamp}",
+                    "namespace": job["metadata"]["namespace"],
+                    "labels": dict(job["metadata"].get("labels", {})),
+                },
+                "type": "Opaque",
+                "data": data,
+            }
+            job = clone_job(job, source, prefix, secret["metadata"]["name"])
+            return _run_with_source(kubectl, args, job, secret, started)
     elif args.action == "list":
         cron_job = find_cron_job(kubectl, args.tenant, BACKUP)
         job = job_from(cron_job, f"{BACKUP}-list-{stamp}", only="upload", command="list")
@@ -252,6 +325,26 @@ def act(kubectl: Kubectl, args: argparse.Namespace) -> int:
         cron_job = find_cron_job(kubectl, args.tenant, BACKUP)
         accept = {"BACKUP_ACCEPT_SUSPECT": "1"} if getattr(args, "accept_suspect", False) else {}
         job = job_from(cron_job, f"{BACKUP}-manual-{stamp}", env=accept)
+    return _run(kubectl, args, job, started)
+
+
+def _run_with_source(
+    kubectl: Kubectl,
+    args: argparse.Namespace,
+    job: Mapping[str, Any],
+    secret: Mapping[str, Any],
+    started: float,
+) -> int:
+    """A restore from another tenant: its target Secret copied for the Job's lifetime only."""
+    namespace, name = secret["metadata"]["namespace"], secret["metadata"]["name"]
+    kubectl(["create", "-f", "-"], json.dumps(secret))
+    try:
+        return _run(kubectl, args, job, started)
+    finally:
+        kubectl(["-n", namespace, "delete", "secret", name, "--ignore-not-found"], None)
+
+
+def _run(kubectl: Kubectl, args: argparse.Namespace, job: Mapping[str, Any], started: float) -> int:
     timeout = args.timeout if args.timeout else job_deadline(job)
     succeeded, logs = run_job(kubectl, job, timeout)
     seconds = time.monotonic() - started
@@ -273,6 +366,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tenant", required=True)
     parser.add_argument("--backup", default="", help="object name or latest (restore)")
     parser.add_argument("--yes", action="store_true", help="really restore")
+    parser.add_argument(
+        "--from-tenant",
+        default="",
+        help="restore this other tenant's backup (BACKUP names one of its backups) (restore)",
+    )
     parser.add_argument(
         "--accept-suspect",
         action="store_true",

@@ -12,13 +12,15 @@ All of them live in the tenant's namespace in the management cluster, next to it
   runs it on a schedule or on ``pulumi up``; ``make restore`` creates a Job from it
   (docs/backups.md). Its steps, in order, each an init container so that a failure stops the
   rest: fetch and verify the backup (before anything is touched), stop the control plane (and
-  suspend ``datastore-backup``), import, export again and compare, then start the control plane
-  (and resume ``datastore-backup``).
+  suspend ``datastore-backup``), import, export again and compare, write the tenant's root keys
+  back into Kamaji's Secrets (``tenant-pki.sh``), then start the control plane (and resume
+  ``datastore-backup``).
 * two ServiceAccounts with Roles: the backup may only read the control plane's Deployment and
   TenantControlPlane; the restore may also mark and pause the control plane, scale its
   Deployment and suspend and resume the backup CronJob.
 * ``datastore-backup-scripts`` (ConfigMap): the scripts above, from ``scripts/backup``.
-* ``datastore-backup-target`` (Secret): the S3 target (its data is registered as a secret).
+* ``datastore-backup-target`` (Secret): the S3 target and the tenant's archive key (its data is
+  registered as a secret).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ SCRIPT_FILES = (
     "etcd-env.sh",
     "etcd-export.sh",
     "etcd-import.sh",
+    "tenant-pki.sh",
     "tenant_backup.py",
 )
 # The Secret's keys: the environment tenant_backup.py reads, plus the optional CA bundle file.
@@ -55,6 +58,9 @@ TARGET_ENV = (
     "AWS_SECRET_ACCESS_KEY",
 )
 TARGET_CA_KEY = "ca.crt"
+# The tenant's archive key (64 hex digits): every archive is encrypted with it before upload
+# (AES-256-GCM, scripts/backup/tenant_backup.py) and a restore decrypts with it.
+TARGET_KEY_KEY = "archive.key"
 WORK_DIR = "/work"
 SCRIPTS_DIR = "/scripts"
 CERTS_DIR = "/etcd-certs"
@@ -63,6 +69,13 @@ TARGET_DIR = "/target"
 # ``<tcp>-datastore-certificate`` in the TCP's namespace (clastix/kamaji 26.8.2-edge
 # internal/resources/datastore/datastore_certificate.go:60-77, keys set at :100, :172-173).
 DATASTORE_CERTIFICATE_SUFFIX = "-datastore-certificate"
+# The tenant's root keys, Kamaji's Secrets ``<tcp>-<name>``: its CA, service-account key pair and
+# front-proxy CA (internal/resources/ca_certificate.go:82-84, sa_certificate.go:78-79,
+# front_proxy_ca_certificate.go:78-79; the prefix: internal/utilities/utilities.go:43-44). The
+# backup archives them (encrypted with the rest) and the restore writes them back
+# (docs/backups.md), so a tenant restored after losing the management cluster keeps its CA.
+PKI_SECRETS = ("ca", "sa-certificate", "front-proxy-ca-certificate")
+PKI_DIR = "/pki"
 # The label Kamaji selects a control plane's pods by (internal/builders/controlplane/
 # deployment.go:1076-1080); the Deployment is named like the TenantControlPlane.
 CONTROL_PLANE_POD_LABEL = "kamaji.clastix.io/name"
@@ -109,6 +122,11 @@ class BackupPlan:
         (internal/datastore/etcd.go:60-75, buildKey :185-187) and the API server writes under
         (``--etcd-prefix=/<schema>``, internal/builders/controlplane/deployment.go:739)."""
         return f"/{self.schema}/"
+
+
+def pki_secret_names(plan: BackupPlan) -> list[str]:
+    """Kamaji's Secrets holding the tenant's root keys."""
+    return [f"{plan.control_plane}-{name}" for name in PKI_SECRETS]
 
 
 def _meta(plan: BackupPlan, name: str) -> dict[str, Any]:
@@ -179,6 +197,14 @@ def _role_rules(plan: BackupPlan, restore: bool) -> list[dict[str, Any]]:
         # control-plane.sh reads whether the restore Job holding the lock still runs; restore
         # Jobs are named per run, so no resourceNames.
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
+        # tenant-pki.sh writes the tenant's root keys back into Kamaji's Secrets (patch only:
+        # they must exist, so create is not granted).
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": pki_secret_names(plan),
+            "verbs": ["get", "patch"],
+        },
     ]
     if plan.pause_owner is not None:
         rules.append(
@@ -265,7 +291,11 @@ def _container(
         "resources": {key: dict(value) for key, value in _RESOURCES.items()},
         "securityContext": restricted_security(_USER),
         "volumeMounts": [
-            {"name": mount, "mountPath": paths[mount], "readOnly": mount != "work"}
+            {
+                "name": mount,
+                "mountPath": paths.get(mount, f"{PKI_DIR}/{mount.removeprefix('pki-')}"),
+                "readOnly": mount != "work",
+            }
             for mount in mounts
         ],
     }
@@ -304,19 +334,41 @@ def _etcd(plan: BackupPlan, name: str, script: str, export_file: str) -> dict[st
     )
 
 
-def _python(plan: BackupPlan, name: str, command: str, extra: Mapping[str, str]) -> dict[str, Any]:
+def _python(
+    plan: BackupPlan,
+    name: str,
+    command: str,
+    extra: Mapping[str, str],
+    pki: bool = False,
+) -> dict[str, Any]:
     env = {
         **_common_env(plan),
         "BACKUP_RETENTION": str(plan.retention),
         "S3_CA_FILE": f"{TARGET_DIR}/{TARGET_CA_KEY}",
+        "BACKUP_KEY_FILE": f"{TARGET_DIR}/{TARGET_KEY_KEY}",
         **extra,
     }
+    if pki:
+        env |= {"BACKUP_PKI_DIR": PKI_DIR, "BACKUP_PKI_SECRETS": ",".join(PKI_SECRETS)}
+    mounts = ("work", "scripts", "target", *(f"pki-{n}" for n in PKI_SECRETS if pki))
     return _container(
         name,
         PINNED.backup_python_image,
         ["python3", f"{SCRIPTS_DIR}/tenant_backup.py", command],
         [*_env(env), *_target_env()],
-        ("work", "scripts", "target"),
+        mounts,
+    )
+
+
+def _pki_restore(plan: BackupPlan) -> dict[str, Any]:
+    """Writes the backup's root keys into Kamaji's Secrets (the control plane still stopped)."""
+    env = {**_common_env(plan), "CONTROL_PLANE": plan.control_plane}
+    return _container(
+        "pki",
+        PINNED.backup_kubectl_image,
+        ["sh", f"{SCRIPTS_DIR}/tenant-pki.sh"],
+        _env(env),
+        ("work", "scripts"),
     )
 
 
@@ -364,7 +416,16 @@ def _pod(
     account: str,
     init_containers: list[dict[str, Any]],
     container: dict[str, Any],
+    pki: bool = False,
 ) -> dict[str, Any]:
+    pki_volumes = [
+        {
+            "name": f"pki-{name}",
+            "secret": {"secretName": f"{plan.control_plane}-{name}", "defaultMode": 0o440},
+        }
+        for name in PKI_SECRETS
+        if pki
+    ]
     return {
         "metadata": {"labels": _meta(plan, account)["labels"]},
         "spec": {
@@ -385,6 +446,7 @@ def _pod(
                     },
                 },
                 {"name": "target", "secret": {"secretName": TARGET, "defaultMode": 0o440}},
+                *pki_volumes,
             ],
         },
     }
@@ -413,7 +475,9 @@ def backup_cron_job(plan: BackupPlan) -> dict[str, Any]:
             "upload",
             "backup",
             {"EXPORT_FILE": "export.json", "BACKUP_ACCEPT_SUSPECT": ""},
+            pki=True,
         ),
+        pki=True,
     )
     return {
         "apiVersion": "batch/v1",
@@ -449,6 +513,7 @@ def restore_cron_job(plan: BackupPlan) -> dict[str, Any]:
             _etcd(plan, "import", "etcd-import.sh", "export.json"),
             _etcd(plan, "export", "etcd-export.sh", "restored.json"),
             _python(plan, "check", "check-restored", {"EXPORT_FILE": "restored.json"}),
+            _pki_restore(plan),
         ],
         _control_plane(plan, "start", "start"),
     )

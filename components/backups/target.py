@@ -11,16 +11,19 @@ import json
 import re
 from collections.abc import Mapping
 
-from components.backups.objects import TARGET_CA_KEY
+from components.backups.objects import TARGET_CA_KEY, TARGET_KEY_KEY
 from components.config import ConfigError
 
-REQUIRED_KEYS = ("endpoint", "bucket", "accessKeyId", "secretAccessKey")
+REQUIRED_KEYS = ("endpoint", "bucket", "accessKeyId", "secretAccessKey", "encryptionKey")
 OPTIONAL_KEYS = ("region", "prefix", "caBundle")
 DEFAULT_REGION = "us-east-1"
 # S3 bucket naming rules (3-63 lower-case letters, digits, '.', '-'; starting and ending with a
 # letter or digit).
 BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 ENDPOINT = re.compile(r"^https?://[^/\s]+(:\d+)?/?$")
+# The tenant's archive key: 32 random bytes as 64 hex digits (`openssl rand -hex 32`), what
+# scripts/backup/tenant_backup.py parse_key reads.
+ARCHIVE_KEY = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
 def environment(
@@ -29,11 +32,13 @@ def environment(
     bucket: str,
     access_key_id: str,
     secret_access_key: str,
+    archive_key: str,
     region: str = DEFAULT_REGION,
     prefix: str = "",
     ca_bundle: str = "",
 ) -> dict[str, str]:
-    """The Secret's data: what ``scripts/backup/tenant_backup.py`` reads, and the CA file."""
+    """The Secret's data: what ``scripts/backup/tenant_backup.py`` reads, the CA file and the
+    tenant's archive key file (every archive is encrypted with it, docs/backups.md)."""
     if prefix and not prefix.endswith("/"):
         prefix += "/"
     return {
@@ -44,6 +49,7 @@ def environment(
         "AWS_ACCESS_KEY_ID": access_key_id,
         "AWS_SECRET_ACCESS_KEY": secret_access_key,
         TARGET_CA_KEY: ca_bundle,
+        TARGET_KEY_KEY: archive_key.lower(),
     }
 
 
@@ -75,11 +81,14 @@ def target_environment(raw: str, config_key: str) -> dict[str, str]:
         raise refuse("endpoint is not an http(s)://host[:port] URL")
     if not BUCKET.match(data["bucket"]):
         raise refuse("bucket is not an S3 bucket name (3-63 lower-case letters, digits, '.', '-')")
+    if not ARCHIVE_KEY.match(data["encryptionKey"]):
+        raise refuse("encryptionKey is not 64 hex digits (32 random bytes: openssl rand -hex 32)")
     return environment(
         endpoint=data["endpoint"],
         bucket=data["bucket"],
         access_key_id=data["accessKeyId"],
         secret_access_key=data["secretAccessKey"],
+        archive_key=data["encryptionKey"],
         region=data.get("region") or DEFAULT_REGION,
         prefix=data.get("prefix", ""),
         ca_bundle=data.get("caBundle", ""),

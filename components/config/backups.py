@@ -67,7 +67,8 @@ class TenantBackups(_Model):
     target_config_key: str | None = Field(
         default=None,
         description="secret config key holding the S3 target as JSON (endpoint, bucket, "
-        "accessKeyId, secretAccessKey; optional region, prefix, caBundle): required in prod; "
+        "accessKeyId, secretAccessKey, encryptionKey; optional region, prefix, caBundle): "
+        "required in prod; "
         "the lab uses its own object store when unset",
     )
 

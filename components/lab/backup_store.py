@@ -10,6 +10,10 @@ Credentials: one random root secret per stack (a ``local.Command`` that runs onc
 a secret in the state), and from it, by HMAC, one key per tenant. A tenant's backup Secret holds
 only its own key, which may read, write and list only its own bucket. There is no admin key:
 buckets are created inside the store's pod with ``weed shell`` (``backup-buckets.sh``).
+
+Archive keys: one random key per tenant (a ``local.Command`` per tenant that runs once,
+``new-secret.sh``; its output is a secret in the state), not derived from anything: every archive
+is encrypted with it before it reaches the store (docs/backups.md).
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 from pulumi_command import local
 
+from components.backups.objects import BACKUP, RESTORE
 from components.backups.target import environment
 from components.config import Tenant
 from components.k8s_objects import restricted_security, typed_object
@@ -87,15 +93,21 @@ def identities(root: str, tenants: Sequence[str]) -> dict[str, Any]:
     return {"identities": entries}
 
 
-def tenant_target(root: str, tenant: str) -> dict[str, str]:
-    """The tenant's backup Secret data: its bucket and its own key only."""
+def tenant_target(root: str, tenant: str, archive_key: str) -> dict[str, str]:
+    """The tenant's backup Secret data: its bucket, its own credential and its archive key."""
     return environment(
         endpoint=ENDPOINT,
         bucket=bucket_name(tenant),
         access_key_id=access_key_id(tenant),
         secret_access_key=derived_secret(root, f"tenant:{tenant}"),
+        archive_key=archive_key,
         region=REGION,
     )
+
+
+def archive_key_resource(site_name: str, tenant: str) -> str:
+    """The name of the command that generates a tenant's archive key once."""
+    return f"{site_name}-{tenant}-backup-archive-key"
 
 
 # ------------------------------------------------------------------------------- manifests
@@ -153,13 +165,13 @@ def deployment(config_digest: str) -> dict[str, Any]:
             "-s3.config=/etc/seaweedfs/s3/identities.json",
         ],
         "env": [{"name": "WEED_MASTER_VOLUME_GROWTH_COPY_1", "value": "1"}],
-        "ports": [
-            {"name": "s3", "containerPort": S3_PORT},
-            {"name": "filer", "containerPort": FILER_PORT},
-        ],
-        "readinessProbe": {"httpGet": {"path": "/healthz", "port": FILER_PORT}},
+        "ports": [{"name": "s3", "containerPort": S3_PORT}],
+        # Probes run inside the container (the image has curl, docker/Dockerfile.go_build:69):
+        # the NetworkPolicy below admits the S3 port from the backup Jobs only, so a probe from
+        # the node would depend on how the CNI treats node traffic.
+        "readinessProbe": {"exec": {"command": _local_health(FILER_PORT)}},
         "livenessProbe": {
-            "httpGet": {"path": "/healthz", "port": S3_PORT},
+            "exec": {"command": _local_health(S3_PORT)},
             "initialDelaySeconds": 30,
         },
         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
@@ -195,6 +207,55 @@ def deployment(config_digest: str) -> dict[str, Any]:
                     ],
                 },
             },
+        },
+    }
+
+
+def _local_health(port: int) -> list[str]:
+    return ["curl", "-fsS", "-o", "/dev/null", f"http://127.0.0.1:{port}/healthz"]
+
+
+# The pods that may reach the store: the tenants' backup and restore Jobs (and `make backups`,
+# a Job of the backup CronJob), by the name label their pod templates carry
+# (components.backups.objects._pod).
+CLIENT_NAMES = (BACKUP, RESTORE)
+
+
+def network_policy() -> dict[str, Any]:
+    """Only the S3 port, only from the backup and restore Jobs. ``weed server`` also listens on
+    every address with the filer (:8888), master (:9333), volume (:8080), their gRPC ports, the
+    S3 gRPC port (:18333, whose SeaweedS3IamCache service has PutIdentity), Iceberg (:8181) and
+    Lance (:9101) (seaweedfs 4.44 weed/command/server.go:60,115,163-167,293-309,
+    weed/command/s3.go:432-440, weed/pb/s3.proto:15-22): none of them checks the per-bucket
+    credentials (no JWT keys: weed/command/scaffold/security.toml), so each would read or
+    change every tenant's archives. kind's kindnetd enforces NetworkPolicies (kind v0.31.0
+    images/kindnetd/cmd/kindnetd/main.go:220-242, sigs.k8s.io/kube-network-policies)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(STORE),
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": STORE}},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {},
+                            "podSelector": {
+                                "matchExpressions": [
+                                    {
+                                        "key": "app.kubernetes.io/name",
+                                        "operator": "In",
+                                        "values": list(CLIENT_NAMES),
+                                    }
+                                ]
+                            },
+                        }
+                    ],
+                    "ports": [{"protocol": "TCP", "port": S3_PORT}],
+                }
+            ],
         },
     }
 
@@ -247,6 +308,13 @@ def register(
         spec=digest.apply(lambda d: deployment(d)["spec"]),
     )
     typed_object(f"{name}-backup-store-service", service(), site.k8s_opts([ns]))
+    policy = network_policy()
+    k8s.networking.v1.NetworkPolicy(
+        f"{name}-backup-store-policy",
+        metadata=policy["metadata"],
+        spec=policy["spec"],
+        opts=site.k8s_opts([ns]),
+    )
     buckets = site.gate(
         "backup-store-buckets",
         {
@@ -259,8 +327,22 @@ def register(
     )
     # A tenant's backups wait for its bucket: the target is known once the buckets exist.
     ready_root = pulumi.Output.all(root, buckets.id).apply(lambda parts: str(parts[0]))
-    return {tenant: _target_of(ready_root, tenant) for tenant in names}
+    return {tenant: _target_of(site, ready_root, tenant) for tenant in names}
 
 
-def _target_of(root: pulumi.Output[str], tenant: str) -> pulumi.Output[dict[str, str]]:
-    return pulumi.Output.secret(root.apply(lambda r: tenant_target(r, tenant)))
+def _target_of(
+    site: ManagementSite, root: pulumi.Output[str], tenant: str
+) -> pulumi.Output[dict[str, str]]:
+    # Random, made once: `delete` does nothing and nothing triggers a replacement, so the key
+    # stays what the tenant's stored archives were encrypted with for as long as the stack lives.
+    key_command = local.Command(
+        archive_key_resource(site.name, tenant),
+        create=read_script("management", "new-secret.sh"),
+        delete=NOTHING_TO_DELETE,
+        interpreter=list(BASH),
+        opts=pulumi.ResourceOptions(parent=site.component, additional_secret_outputs=["stdout"]),
+    )
+    key: pulumi.Output[str] = pulumi.Output.secret(key_command.stdout.apply(str.strip))
+    return pulumi.Output.secret(
+        pulumi.Output.all(root, key).apply(lambda parts: tenant_target(parts[0], tenant, parts[1]))
+    )

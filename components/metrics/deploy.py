@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import MetricsSettings, PrometheusOperatorSettings
 from components.k8s_objects import typed_object
-from components.metrics import objects
+from components.metrics import backup_alerts, objects
 from components.metrics.dashboards import platform_dashboard
 from components.metrics.scrape import TenantSource
 
@@ -125,6 +125,17 @@ def register_central(
         opts([ns, provisioning, dashboards]),
     )
     typed_object(f"{name}-metrics-grafana-service", objects.grafana_service(), opts([ns]))
+    # kube-state-metrics for the backup alerts (components.metrics.backup_alerts).
+    state_account: list[pulumi.Resource] = []
+    for manifest in backup_alerts.manifests(objects.METRICS_NAMESPACE):
+        kind = manifest["kind"]
+        state_account.append(
+            typed_object(
+                f"{name}-metrics-backup-state-{kind.lower()}",
+                manifest,
+                opts([ns, *state_account[:1]]),
+            )
+        )
     return [prometheus, grafana]
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from components.k8s_objects import restricted_security
-from components.metrics import hami_dashboard, rules, scrape
+from components.metrics import backup_alerts, hami_dashboard, rules, scrape
 from components.metrics.scrape import TenantSource
 from components.versions import HAMI_DASHBOARD, PINNED
 
@@ -231,6 +231,8 @@ def prometheus_config(
     scrape_interval: str, kamaji_namespace: str, alertmanagers: Sequence[str] = ()
 ) -> dict[str, Any]:
     config = scrape.central_config(scrape_interval, kamaji_namespace, alertmanagers)
+    # The backup alerts' source (components.metrics.backup_alerts).
+    config["scrape_configs"].append(backup_alerts.scrape_job(METRICS_NAMESPACE))
     return _config_map(
         PROMETHEUS,
         METRICS_NAMESPACE,

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.metrics import backup_alerts
+
 RULE_INTERVAL_SECONDS = 60
 GIB = 1024**3
 
@@ -215,6 +217,20 @@ def rule_groups() -> dict[str, Any]:
                     for alert in ALERTS
                 ],
             },
+            {
+                "name": "gpu-platform-backup-alerts",
+                "interval": interval,
+                "rules": [
+                    {
+                        "alert": name,
+                        "expr": expr,
+                        "for": after,
+                        "labels": {"severity": "warning"},
+                        "annotations": {"summary": summary},
+                    }
+                    for name, expr, after, summary in backup_alerts.ALERTS
+                ],
+            },
         ]
     }
 
@@ -224,4 +240,8 @@ def recorded_names() -> tuple[str, ...]:
 
 
 def expressions() -> tuple[str, ...]:
-    return (*(expr for _, expr in (*GAUGES, *HOURLY)), *(alert.expr for alert in ALERTS))
+    return (
+        *(expr for _, expr in (*GAUGES, *HOURLY)),
+        *(alert.expr for alert in ALERTS),
+        *(expr for _, expr, _, _ in backup_alerts.ALERTS),
+    )

@@ -43,6 +43,10 @@ _ZONE = ("zone",)
 _NODE_DEVICE = ("node", "device_uuid", "device_index", "device_type", *_ZONE)
 _CONTAINER_ALLOC = ("namespace", "node", "pod", "container_index", "device_uuid", *_ZONE)
 _CONTAINER_USE = ("namespace", "pod", "container", "vdevice_index", "device_uuid")
+_KSM = "kubernetes/kube-state-metrics v2.20.0 internal/store"
+_KSM_CRONJOB = ("namespace", "cronjob")
+_KSM_JOB = ("namespace", "job_name")
+_KSM_POD = ("namespace", "pod", "uid")
 
 TRACED: Mapping[str, Series] = MappingProxyType(
     {
@@ -195,6 +199,32 @@ TRACED: Mapping[str, Series] = MappingProxyType(
                 "DCGM_FI_DEV_GPU_UTIL",
                 ("gpu", "UUID", "Hostname", "modelName"),
                 f"{DCGM_SERIES}:23; labels {_DCGM_LABELS}",
+            ),
+            # kube-state-metrics (management cluster, the backup alerts:
+            # components.metrics.backup_alerts); default labels cronjob.go:48, job.go:42,
+            # pod.go:41.
+            *(
+                Series(name, _KSM_CRONJOB, f"{_KSM}/cronjob.go:{line}")
+                for name, line in (
+                    ("kube_cronjob_created", 120),
+                    ("kube_cronjob_status_last_schedule_time", 159),
+                    ("kube_cronjob_status_last_successful_time", 181),
+                    ("kube_cronjob_spec_suspend", 203),
+                    ("kube_cronjob_next_schedule_time", 244),
+                )
+            ),
+            Series("kube_job_failed", (*_KSM_JOB, "condition"), f"{_KSM}/job.go:314"),
+            Series("kube_job_status_start_time", _KSM_JOB, f"{_KSM}/job.go:339"),
+            Series("kube_pod_created", _KSM_POD, f"{_KSM}/pod.go:592"),
+            Series(
+                "kube_pod_container_status_terminated_reason",
+                (*_KSM_POD, "container", "reason"),
+                f"{_KSM}/pod.go:515-527",
+            ),
+            Series(
+                "kube_pod_init_container_status_terminated_reason",
+                (*_KSM_POD, "container", "reason"),
+                f"{_KSM}/pod.go:1056-1067",
             ),
         )
     }

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 1
+# 2: the archive also carries the tenant's root keys (``pki``, see read_pki) after its metadata.
+FORMAT_VERSION = 2
 ARCHIVE_SUFFIX = ".json.gz"
 MANIFEST_SUFFIX = ".manifest.json"
 PLAN_DIR = "restore"
@@ -499,18 +500,25 @@ class ArchiveWriter:
         self.count += 1
         self.leased += kv.leased
 
-    def finish(self, metadata: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
-        """Complete ``metadata`` with the counts and digest, close the archive; returns the
-        metadata, the archive's size and sha256."""
+    def finish(
+        self, metadata: dict[str, Any], pki: Mapping[str, Mapping[str, str]] | None = None
+    ) -> tuple[dict[str, Any], int, str]:
+        """Complete ``metadata`` with the counts and digests, write ``pki`` (the tenant's root
+        keys, read_pki) after it, close the archive; returns the metadata, the archive's size and
+        sha256."""
+        pki = dict(pki or {})
         metadata = {
             **metadata,
             "formatVersion": FORMAT_VERSION,
             "keyCount": self.count,
             "leasedKeyCount": self.leased,
             "payloadSha256": self._digest.hexdigest(),
+            "pkiSecrets": sorted(pki),
+            "pkiSha256": pki_sha256(pki),
         }
         tail = json.dumps(metadata, sort_keys=True, separators=(",", ":"))
-        self._gzip.write(f'],"metadata":{tail}}}'.encode())
+        pki_text = json.dumps(pki, sort_keys=True, separators=(",", ":"))
+        self._gzip.write(f'],"metadata":{tail},"pki":{pki_text}}}'.encode())
         self._gzip.close()
         self._file.close()
         return metadata, self.path.stat().st_size, _file_sha256(self.path)
@@ -538,6 +546,7 @@ class ArchiveReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.metadata: dict[str, Any] | None = None
+        self.pki: dict[str, dict[str, str]] = {}
 
     def __iter__(self) -> Iterator[KV]:
         try:
@@ -613,6 +622,8 @@ class ArchiveReader:
                 break
         expect(',"metadata":')
         metadata = value()
+        expect(',"pki":')
+        pki = value()
         expect("}")
         if peek():
             raise BackupError("archive is not a backup document: data after its end")
@@ -628,6 +639,7 @@ class ArchiveReader:
             raise BackupError("archive's leased-key count does not match its keys")
         if metadata.get("payloadSha256") != digest.hexdigest():
             raise BackupError("archive's payload sha256 does not match its keys and values")
+        self.pki = _checked_pki(pki, metadata)
         self.metadata = metadata
 
 
@@ -646,9 +658,11 @@ def build_archive(
     revision: int,
     when: dt.datetime,
     kvs: list[KV],
+    pki: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[dict[str, Any], bytes]:
     """The metadata and the gzip'd archive bytes (deterministic: gzip mtime 0)."""
     kvs = sorted(kvs, key=lambda kv: kv.key)
+    pki = {name: dict(data) for name, data in (pki or {}).items()}
     metadata = {
         "formatVersion": FORMAT_VERSION,
         "tenant": tenant,
@@ -659,9 +673,12 @@ def build_archive(
         "keyCount": len(kvs),
         "leasedKeyCount": sum(kv.leased for kv in kvs),
         "payloadSha256": payload_sha256(kvs),
+        "pkiSecrets": sorted(pki),
+        "pkiSha256": pki_sha256(pki),
     }
     document = {
         "metadata": metadata,
+        "pki": pki,
         "kvs": [
             {
                 "key": base64.b64encode(kv.key).decode("ascii"),
@@ -707,7 +724,286 @@ def parse_archive(blob: bytes) -> tuple[dict[str, Any], list[KV]]:
         raise BackupError("archive holds a key twice")
     if metadata.get("payloadSha256") != payload_sha256(kvs):
         raise BackupError("archive's payload sha256 does not match its keys and values")
+    _checked_pki(document.get("pki"), metadata)
     return metadata, kvs
+
+
+# --------------------------------------------------------------------------------------------
+# The tenant's root keys
+#
+# Kamaji keeps a tenant's CA, service-account key pair and front-proxy CA in Secrets
+# ``<tcp>-ca``, ``<tcp>-sa-certificate`` and ``<tcp>-front-proxy-ca-certificate`` of its namespace
+# (clastix/kamaji 26.8.2-edge internal/resources/ca_certificate.go:66-67,82-84,
+# sa_certificate.go:62-63,78-79, front_proxy_ca_certificate.go:62-63,78-79,
+# internal/utilities/utilities.go:43-44) and generates new ones when they are absent
+# (ca_certificate.go:139-154). Every other certificate and kubeconfig of the tenant derives from
+# them. A datastore restored without them, after the management cluster was lost, would pair the
+# tenant's objects with a new CA and service-account key: kubelets' certificates and
+# service-account tokens would no longer verify.
+
+
+def pki_sha256(pki: Mapping[str, Mapping[str, str]]) -> str:
+    """A digest of the root keys as the archive holds them (names, data keys, base64 values)."""
+    text = json.dumps(pki, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _checked_pki(pki: Any, metadata: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    if not isinstance(pki, dict) or not all(
+        isinstance(data, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in data.items())
+        for data in pki.values()
+    ):
+        raise BackupError("archive is not a backup document: its pki is not Secrets' data")
+    if metadata.get("pkiSecrets") != sorted(pki) or metadata.get("pkiSha256") != pki_sha256(pki):
+        raise BackupError("archive's pki does not match its metadata")
+    for data in pki.values():
+        for value in data.values():
+            base64.b64decode(value, validate=True)
+    return pki
+
+
+def read_pki(directory: Path, names: list[str]) -> dict[str, dict[str, str]]:
+    """The Secrets ``names`` as the Job mounts them, ``directory/<name>/<key>`` (a Secret
+    volume: one file per data key, beside the kubelet's own ``..data`` links), base64."""
+    pki: dict[str, dict[str, str]] = {}
+    for name in names:
+        folder = directory / name
+        try:
+            files = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+            data = {p.name: base64.b64encode(p.read_bytes()).decode("ascii") for p in files}
+        except OSError as err:
+            raise BackupError(f"the tenant's {name} Secret is not readable: {err}") from None
+        if not data:
+            raise BackupError(f"the tenant's {name} Secret is empty")
+        pki[name] = data
+    return pki
+
+
+def _job_pki() -> dict[str, dict[str, str]]:
+    """BACKUP_PKI_SECRETS (comma-separated names) read from BACKUP_PKI_DIR; none when unset."""
+    names = [n for n in os.environ.get("BACKUP_PKI_SECRETS", "").split(",") if n]
+    if not names:
+        return {}
+    directory = os.environ.get("BACKUP_PKI_DIR", "")
+    if not directory:
+        raise BackupError("BACKUP_PKI_SECRETS is set but BACKUP_PKI_DIR is not")
+    return read_pki(Path(directory), names)
+
+
+# --------------------------------------------------------------------------------------------
+# Encryption: every archive is stored encrypted with the tenant's own key (AES-256-GCM)
+#
+# The Python image has no cryptography package and no openssl command, but its own _ssl and
+# _hashlib modules link OpenSSL's libcrypto.so.3, which is therefore in the image
+# (docker-library/python 3.12/alpine3.21/Dockerfile: the rundeps are every `so:` the built
+# modules need, via scanelf); the cipher is OpenSSL's EVP AES-256-GCM through ctypes.
+#
+# Stored form: MAGIC, a 12-byte random nonce, the ciphertext of the gzip'd archive, the 16-byte
+# GCM tag. The associated data (authenticated, not encrypted) is MAGIC + nonce + the archive's
+# base name (``<tenant>-<time>-rev<N>.json.gz``): an archive copied under another backup's name
+# no longer decrypts. A wrong key, any changed byte or a cut tail fails the tag.
+
+CIPHER = "AES-256-GCM"
+MAGIC = b"gpu-platform-backup/aes-256-gcm/1\n"
+NONCE_BYTES = 12
+TAG_BYTES = 16
+KEY_BYTES = 32
+_GCM_GET_TAG, _GCM_SET_TAG = 0x10, 0x11  # EVP_CTRL_GCM_GET_TAG / SET_TAG (openssl evp.h)
+
+
+def _libcrypto() -> Any:
+    import ctypes
+
+    for name in ("libcrypto.so.3", "libcrypto.so"):
+        try:
+            lib = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        raise BackupError("OpenSSL's libcrypto.so.3 not found: archives cannot be encrypted")
+    lib.EVP_CIPHER_CTX_new.restype = ctypes.c_void_p
+    lib.EVP_aes_256_gcm.restype = ctypes.c_void_p
+    lib.EVP_CIPHER_CTX_free.argtypes = [ctypes.c_void_p]
+    for init in ("EVP_EncryptInit_ex", "EVP_DecryptInit_ex"):
+        getattr(lib, init).argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_void_p] * 3
+    for update in ("EVP_EncryptUpdate", "EVP_DecryptUpdate"):
+        getattr(lib, update).argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.c_char_p,
+            ctypes.c_int,
+        ]
+    for final in ("EVP_EncryptFinal_ex", "EVP_DecryptFinal_ex"):
+        getattr(lib, final).argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_int),
+        ]
+    lib.EVP_CIPHER_CTX_ctrl.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_void_p,
+    ]
+    return lib
+
+
+class _Gcm:
+    """One AES-256-GCM pass (encrypt or decrypt) over a stream, in chunks."""
+
+    def __init__(self, key: bytes, nonce: bytes, aad: bytes, *, encrypt: bool) -> None:
+        import ctypes
+
+        self._ctypes = ctypes
+        self._lib = _libcrypto()
+        self._encrypt = encrypt
+        self._ctx = self._lib.EVP_CIPHER_CTX_new()
+        if not self._ctx:
+            raise BackupError("OpenSSL: no cipher context")
+        init = self._lib.EVP_EncryptInit_ex if encrypt else self._lib.EVP_DecryptInit_ex
+        # AES-256-GCM's default IV length is 12 bytes.
+        if init(self._ctx, self._lib.EVP_aes_256_gcm(), None, key, nonce) != 1:
+            self.close()
+            raise BackupError("OpenSSL: AES-256-GCM init failed")
+        self._update_fn = self._lib.EVP_EncryptUpdate if encrypt else self._lib.EVP_DecryptUpdate
+        length = ctypes.c_int(0)
+        if self._update_fn(self._ctx, None, ctypes.byref(length), aad, len(aad)) != 1:
+            self.close()
+            raise BackupError("OpenSSL: AES-256-GCM associated data failed")
+
+    def update(self, data: bytes) -> bytes:
+        ctypes = self._ctypes
+        out = ctypes.create_string_buffer(len(data) + 32)
+        length = ctypes.c_int(0)
+        if self._update_fn(self._ctx, out, ctypes.byref(length), data, len(data)) != 1:
+            raise BackupError("OpenSSL: AES-256-GCM update failed")
+        return out.raw[: length.value]
+
+    def finish(self, tag: bytes | None = None) -> bytes:
+        """Encrypting: the tag. Decrypting: checks ``tag``; False tags raise BackupError."""
+        ctypes = self._ctypes
+        out = ctypes.create_string_buffer(32)
+        length = ctypes.c_int(0)
+        try:
+            if self._encrypt:
+                if self._lib.EVP_EncryptFinal_ex(self._ctx, out, ctypes.byref(length)) != 1:
+                    raise BackupError("OpenSSL: AES-256-GCM final failed")
+                tag_out = ctypes.create_string_buffer(TAG_BYTES)
+                if self._lib.EVP_CIPHER_CTX_ctrl(self._ctx, _GCM_GET_TAG, TAG_BYTES, tag_out) != 1:
+                    raise BackupError("OpenSSL: AES-256-GCM tag failed")
+                return tag_out.raw
+            assert tag is not None
+            given = ctypes.create_string_buffer(tag, TAG_BYTES)
+            if self._lib.EVP_CIPHER_CTX_ctrl(self._ctx, _GCM_SET_TAG, TAG_BYTES, given) != 1:
+                raise BackupError("OpenSSL: AES-256-GCM tag failed")
+            if self._lib.EVP_DecryptFinal_ex(self._ctx, out, ctypes.byref(length)) != 1:
+                raise BackupError(
+                    "the archive does not decrypt with this tenant's key (another key, or a "
+                    "changed archive)"
+                )
+            return b""
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._ctx:
+            self._lib.EVP_CIPHER_CTX_free(self._ctx)
+            self._ctx = None
+
+
+def key_id(key: bytes) -> str:
+    """A name for a key that does not reveal it: the manifest records which key encrypted the
+    archive, so a restore with another key is refused before the download. Pure."""
+    return hashlib.sha256(b"gpu-platform backup key id\x00" + key).hexdigest()[:16]
+
+
+def parse_key(text: str) -> bytes:
+    """The tenant's archive key from its file: 64 hex digits (``openssl rand -hex 32``). Pure."""
+    value = text.strip()
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", value):
+        raise BackupError(
+            "the archive key is not 64 hex digits (32 random bytes: openssl rand -hex 32)"
+        )
+    return bytes.fromhex(value)
+
+
+def _archive_key() -> bytes:
+    """BACKUP_KEY_FILE's key: the tenant's target Secret mounts it (docs/backups.md)."""
+    path = Path(_env("BACKUP_KEY_FILE"))
+    try:
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as err:
+        raise BackupError(f"the archive key file {path} is unreadable: {err}") from None
+    return parse_key(text)
+
+
+def _aad(name: str, nonce: bytes) -> bytes:
+    return MAGIC + nonce + name.rsplit("/", 1)[-1].encode("utf-8")
+
+
+def encrypt_file(source: Path, target: Path, key: bytes, name: str) -> None:
+    """``source`` encrypted for the object ``name`` into ``target``. Memory: one chunk."""
+    nonce = os.urandom(NONCE_BYTES)
+    gcm = _Gcm(key, nonce, _aad(name, nonce), encrypt=True)
+    try:
+        with source.open("rb") as plain, target.open("wb") as out:
+            out.write(MAGIC + nonce)
+            for chunk in iter(lambda: plain.read(COPY_CHUNK), b""):
+                out.write(gcm.update(chunk))
+            out.write(gcm.finish())
+    finally:
+        gcm.close()
+
+
+def decrypt_file(source: Path, target: Path, key: bytes, name: str) -> None:
+    """``source`` (stored as the object ``name``) decrypted into ``target``; refuses a wrong key
+    or any change before the caller reads ``target`` (the tag is checked at the end, and
+    ``target`` is removed on a refusal). Memory: one chunk."""
+    size = source.stat().st_size
+    header = len(MAGIC) + NONCE_BYTES
+    try:
+        with source.open("rb") as sealed, target.open("wb") as out:
+            if size < header + TAG_BYTES or sealed.read(len(MAGIC)) != MAGIC:
+                raise BackupError(
+                    "the archive is not encrypted (a backup from before archives were "
+                    "encrypted, or not written by the backup Job)"
+                )
+            nonce = sealed.read(NONCE_BYTES)
+            gcm = _Gcm(key, nonce, _aad(name, nonce), encrypt=False)
+            try:
+                remaining = size - header - TAG_BYTES
+                while remaining:
+                    chunk = sealed.read(min(COPY_CHUNK, remaining))
+                    if not chunk:
+                        raise BackupError("the archive is cut short")
+                    remaining -= len(chunk)
+                    out.write(gcm.update(chunk))
+                gcm.finish(sealed.read(TAG_BYTES))
+            finally:
+                gcm.close()
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+
+
+def encrypt_bytes(blob: bytes, key: bytes, name: str) -> bytes:
+    """In memory (tests and small data): what ``encrypt_file`` stores."""
+    nonce = os.urandom(NONCE_BYTES)
+    gcm = _Gcm(key, nonce, _aad(name, nonce), encrypt=True)
+    body = gcm.update(blob)
+    return MAGIC + nonce + body + gcm.finish()
+
+
+def decrypt_bytes(blob: bytes, key: bytes, name: str) -> bytes:
+    """In memory (tests and small data): what ``decrypt_file`` writes."""
+    with tempfile.TemporaryDirectory() as scratch:
+        source, target = Path(scratch) / "sealed", Path(scratch) / "plain"
+        source.write_bytes(blob)
+        decrypt_file(source, target, key, name)
+        return target.read_bytes()
 
 
 # --------------------------------------------------------------------------------------------
@@ -810,6 +1106,30 @@ def _check_manifest(
     return metadata
 
 
+def encryption_refusal(manifest: Mapping[str, Any], key: bytes) -> str | None:
+    """Why ``key`` cannot open the backup ``manifest`` describes, or None. Pure."""
+    encryption = manifest.get("encryption")
+    if not isinstance(encryption, Mapping):
+        return (
+            "is not encrypted (taken before archives were encrypted, or not written by the "
+            "backup Job): refusing it"
+        )
+    if encryption.get("cipher") != CIPHER:
+        return f"is encrypted with {encryption.get('cipher')!r}, not {CIPHER}"
+    if encryption.get("keyId") != key_id(key):
+        return (
+            f"was encrypted with key {encryption.get('keyId')}, this tenant's key is "
+            f"{key_id(key)}: restore it with the key it was written with"
+        )
+    return None
+
+
+def _check_encryption(name: str, manifest: Mapping[str, Any], key: bytes) -> None:
+    refusal = encryption_refusal(manifest, key)
+    if refusal:
+        raise BackupError(f"{name} {refusal}")
+
+
 def _verify_download(
     s3: S3, name: str, tenant: str, prefix: str
 ) -> tuple[dict[str, Any], list[KV], dict[str, Any]]:
@@ -817,9 +1137,12 @@ def _verify_download(
     memory: for tests and small backups; fetch streams the same checks)."""
     manifest = _manifest_of(s3, name)
     metadata = _check_manifest(s3, name, manifest, tenant, prefix)
+    key = _archive_key()
+    _check_encryption(name, manifest, key)
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "archive"
-        _download(s3, name, manifest, path)
+        _download(s3, name, manifest, Path(scratch) / "sealed")
+        decrypt_file(Path(scratch) / "sealed", path, key, name)
         reader = ArchiveReader(path)
         kvs = list(reader)
     if reader.metadata != metadata:
@@ -936,6 +1259,8 @@ def cmd_backup() -> None:
         raise BackupError("BACKUP_RETENTION must be an integer") from None
     if retention < 1:
         raise BackupError("BACKUP_RETENTION must be at least 1")
+    key = _archive_key()
+    pki = _job_pki()
     s3 = S3()
     work = _work_dir()
     export = Export(_export_path(), prefix)
@@ -949,20 +1274,21 @@ def cmd_backup() -> None:
                 # Refused here, loudly, rather than in every later restore (fetch refuses it too).
                 _key_restorable(kv.key)
             writer.add(kv)
-        metadata, size, sha = writer.finish(
+        metadata, _, _ = writer.finish(
             {
                 "tenant": tenant,
                 "prefix": prefix,
                 "kubernetesVersion": kubernetes_version,
                 "revision": revision,
                 "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            }
+            },
+            pki,
         )
     except BaseException:
         writer.abandon()
         raise
     try:
-        _publish(s3, tenant, retention, revision, now, archive, metadata, size, sha)
+        _publish(s3, tenant, retention, revision, now, archive, metadata, key)
     finally:
         archive.unlink(missing_ok=True)
 
@@ -975,11 +1301,10 @@ def _publish(
     now: dt.datetime,
     archive: Path,
     metadata: dict[str, Any],
-    size: int,
-    sha: str,
+    key: bytes,
 ) -> None:
-    """Refuse what must not become a good backup, upload, read back, verify, write the manifest
-    and prune."""
+    """Refuse what must not become a good backup, encrypt, upload, read back, verify, write the
+    manifest and prune."""
     if metadata["keyCount"] == 0:
         # A live Kubernetes prefix always holds keys (namespaces, RBAC bootstrap): restoring an
         # empty backup would wipe the tenant.
@@ -1002,39 +1327,14 @@ def _publish(
         # deletes the archive it wrote, which is the existing one's.
         _print({"action": "backup", "name": name, "unchanged": True, "pruned": []})
         return
-    manifest = {
-        "metadata": metadata,
-        "archive": {"name": name, "size": size, "sha256": sha},
-        "previous": (
-            {k: previous[1].get(k) for k in ("revision", "keyCount")} | {"name": previous[0]}
-            if previous
-            else None
-        ),
-        **({"accepted": reason} if reason else {}),
-    }
-    s3.put_file(name, archive, sha, "application/gzip")
-    # Read back what the store holds before the manifest makes the backup visible as complete.
-    echoed = archive.with_name(".echoed.json.gz")
+    sealed = archive.with_name(".sealed")
+    encrypt_file(archive, sealed, key, name)
+    archive.unlink()
+    size, sha = sealed.stat().st_size, _file_sha256(sealed)
     try:
-        s3.get_file(name, echoed)
-        if _file_sha256(echoed) != sha:
-            raise BackupError(f"{name}: the stored archive differs from the one uploaded")
-        reader = ArchiveReader(echoed)
-        stored = sum(1 for _ in reader)
-        if reader.metadata != metadata or stored != metadata["keyCount"]:
-            raise BackupError(f"{name}: the stored archive does not hold what was exported")
-    except BackupError as err:
-        # Without its manifest it is never restored, and the next backup prunes it.
-        with contextlib.suppress(BackupError):
-            s3.delete(name)
-        raise err from None
+        _upload_and_check(s3, name, sealed, size, sha, metadata, key, previous, reason)
     finally:
-        echoed.unlink(missing_ok=True)
-    s3.put(
-        manifest_name(name),
-        json.dumps(manifest, sort_keys=True, indent=1).encode("utf-8"),
-        "application/json",
-    )
+        sealed.unlink(missing_ok=True)
     pruned = prune(s3, tenant, retention, keep=name)
     _print(
         {
@@ -1045,8 +1345,61 @@ def _publish(
             "sha256": sha,
             **{k: metadata[k] for k in ("tenant", "revision", "time", "keyCount")},
             "leasedKeyCount": metadata["leasedKeyCount"],
+            "keyId": key_id(key),
             "pruned": pruned,
         }
+    )
+
+
+def _upload_and_check(
+    s3: S3,
+    name: str,
+    sealed: Path,
+    size: int,
+    sha: str,
+    metadata: dict[str, Any],
+    key: bytes,
+    previous: tuple[str, dict[str, Any]] | None,
+    reason: str | None,
+) -> None:
+    """Upload the encrypted archive, read it back and decrypt and check what the store holds,
+    and only then write the manifest that makes the backup complete."""
+    manifest = {
+        "metadata": metadata,
+        "archive": {"name": name, "size": size, "sha256": sha},
+        "encryption": {"cipher": CIPHER, "keyId": key_id(key)},
+        "previous": (
+            {k: previous[1].get(k) for k in ("revision", "keyCount")} | {"name": previous[0]}
+            if previous
+            else None
+        ),
+        **({"accepted": reason} if reason else {}),
+    }
+    s3.put_file(name, sealed, sha, "application/octet-stream")
+    # Read back what the store holds before the manifest makes the backup visible as complete.
+    echoed = sealed.with_name(".echoed")
+    opened = sealed.with_name(".echoed.json.gz")
+    try:
+        s3.get_file(name, echoed)
+        if _file_sha256(echoed) != sha:
+            raise BackupError(f"{name}: the stored archive differs from the one uploaded")
+        decrypt_file(echoed, opened, key, name)
+        reader = ArchiveReader(opened)
+        stored = sum(1 for _ in reader)
+        if reader.metadata != metadata or stored != metadata["keyCount"]:
+            raise BackupError(f"{name}: the stored archive does not hold what was exported")
+    except BackupError as err:
+        # Without its manifest it is never restored, and the next backup prunes it.
+        with contextlib.suppress(BackupError):
+            s3.delete(name)
+        raise err from None
+    finally:
+        echoed.unlink(missing_ok=True)
+        opened.unlink(missing_ok=True)
+    s3.put(
+        manifest_name(name),
+        json.dumps(manifest, sort_keys=True, indent=1).encode("utf-8"),
+        "application/json",
     )
 
 
@@ -1086,28 +1439,123 @@ def _key_restorable(key: bytes) -> None:
         raise BackupError(f"key {key!r} holds a NUL or newline byte; etcdctl cannot restore it")
 
 
+def clone_source(tenant: str, prefix: str, env: Mapping[str, str]) -> tuple[str, str]:
+    """The tenant and key prefix whose backup a restore reads: this tenant's own, or, to restore
+    another tenant's backup here (BACKUP_SOURCE_TENANT, BACKUP_SOURCE_PREFIX), that tenant's.
+    Refuses a source that names a prefix overlapping this tenant's. Pure."""
+    source = env.get("BACKUP_SOURCE_TENANT") or tenant
+    if source == tenant:
+        return tenant, prefix
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", source):
+        raise BackupError(f"BACKUP_SOURCE_TENANT has characters not allowed in a name: {source!r}")
+    source_prefix = env.get("BACKUP_SOURCE_PREFIX") or ""
+    if not (
+        source_prefix.startswith("/") and source_prefix.endswith("/") and len(source_prefix) > 2
+    ):
+        raise BackupError(
+            f"BACKUP_SOURCE_PREFIX must be tenant {source}'s key prefix /<schema>/, got "
+            f"{source_prefix!r}"
+        )
+    if source_prefix.startswith(prefix) or prefix.startswith(source_prefix):
+        raise BackupError(
+            f"tenant {source}'s prefix {source_prefix} overlaps {tenant}'s {prefix}: refusing to "
+            "restore one into the other"
+        )
+    return source, source_prefix
+
+
+def rewrite_key(key: bytes, source_prefix: str, prefix: str) -> bytes:
+    """A key of the source tenant's backup under this tenant's prefix. Pure."""
+    inside = source_prefix.encode("utf-8")
+    if not key.startswith(inside):
+        raise BackupError(f"key {key!r} is outside BACKUP_PREFIX {source_prefix}")
+    return prefix.encode("utf-8") + key[len(inside) :]
+
+
+# The import writes the plan in transactions (etcd-import.sh): at most TXN_OPS puts (etcd's
+# --max-txn-ops defaults to 128, etcd-io/etcd v3.5.6 server/embed/config.go) and about TXN_BYTES
+# of keys and values (its --max-request-bytes defaults to 1.5 MiB, config.go:58), one larger value
+# alone.
+TXN_OPS = 64
+TXN_BYTES = 1 << 20
+
+
+def txn_quote(data: bytes) -> str:
+    """``data`` as a Go double-quoted string, every byte kept: etcdctl txn reads each request line
+    with argify, which unquotes "..." words with fmt.Sscanf %q (etcd-io/etcd v3.5.6
+    etcdctl/ctlv3/command/util.go:59-77, the same in v3.4.23), and a \\xHH escape in a Go string
+    literal is that byte. Printable ASCII stays as it is. Pure."""
+    out = []
+    for byte in data:
+        if 0x20 <= byte < 0x7F and byte not in (0x22, 0x5C):
+            out.append(chr(byte))
+        else:
+            out.append(f"\\x{byte:02x}")
+    return '"' + "".join(out) + '"'
+
+
+def _txn_ops() -> int:
+    """BACKUP_TXN_OPS (1 to 128; the drill uses 1 to kill etcd in the middle of an import),
+    else TXN_OPS."""
+    text = os.environ.get("BACKUP_TXN_OPS") or str(TXN_OPS)
+    if not text.isdigit() or not 1 <= int(text) <= 128:
+        raise BackupError("BACKUP_TXN_OPS must be a number of puts from 1 to 128")
+    return int(text)
+
+
+class TxnWriter:
+    """The plan's puts as ``etcdctl txn`` inputs, ``txn/NNNNNN``: no comparison, the puts as the
+    success branch (``put -- "key" "value"``: ``--`` so that a word starting with ``-`` is never
+    a flag), no failure branch."""
+
+    def __init__(self, directory: Path, ops: int = TXN_OPS) -> None:
+        self.directory, self.ops = directory, ops
+        directory.mkdir()
+        self.batches = 0
+        self._lines: list[str] = []
+        self._bytes = 0
+
+    def add(self, key: bytes, value: bytes) -> None:
+        size = len(key) + len(value)
+        if self._lines and (len(self._lines) >= self.ops or self._bytes + size > TXN_BYTES):
+            self.flush()
+        self._lines.append(f"put -- {txn_quote(key)} {txn_quote(value)}")
+        self._bytes += size
+
+    def flush(self) -> None:
+        if not self._lines:
+            return
+        text = "\n" + "\n".join(self._lines) + "\n\n\n"
+        (self.directory / f"{self.batches:06d}").write_text(text, encoding="ascii")
+        self.batches += 1
+        self._lines, self._bytes = [], 0
+
+
 def cmd_fetch() -> None:
     tenant, prefix = _tenant(), _prefix()
+    source, source_prefix = clone_source(tenant, prefix, os.environ)
     work = _work_dir()
     plan = work / PLAN_DIR
     # A plan left by an earlier run must never be applied in place of this one.
     shutil.rmtree(plan, ignore_errors=True)
     s3 = S3()
     wanted = _env("BACKUP_NAME")
-    backups = list_backups(s3, tenant)
+    backups = list_backups(s3, source)
     if wanted == "latest":
         complete = [b for b in backups if b.complete]
         if not complete:
-            raise BackupError(f"no complete backup of tenant {tenant} under {s3.prefix!r}")
+            raise BackupError(f"no complete backup of tenant {source} under {s3.prefix!r}")
         name = complete[0].name
     else:
         name = wanted
-        if not _name_pattern(s3.prefix, tenant).fullmatch(name):
+        if not _name_pattern(s3.prefix, source).fullmatch(name):
             raise BackupError(
-                f"BACKUP_NAME {name!r} is not a backup of tenant {tenant} under {s3.prefix!r}"
+                f"BACKUP_NAME {name!r} is not a backup of tenant {source} under {s3.prefix!r}"
             )
     manifest = _manifest_of(s3, name)
-    metadata = _check_manifest(s3, name, manifest, tenant, prefix)
+    metadata = _check_manifest(s3, name, manifest, source, source_prefix)
+    key = _archive_key()
+    _check_encryption(name, manifest, key)
     refusal, warning = version_refusal(
         str(metadata.get("kubernetesVersion") or ""), _kubernetes_version()
     )
@@ -1117,27 +1565,42 @@ def cmd_fetch() -> None:
     staging = Path(tempfile.mkdtemp(prefix=".restore-", dir=work))
     try:
         archive = staging / "archive.json.gz"
-        _download(s3, name, manifest, archive)
+        sealed = staging / "sealed"
+        _download(s3, name, manifest, sealed)
+        # The whole archive is authenticated before a byte of it is parsed.
+        decrypt_file(sealed, archive, key, name)
+        sealed.unlink()
         (staging / "keys").mkdir()
         (staging / "values").mkdir()
+        txn = TxnWriter(staging / "txn", _txn_ops())
         restored, skipped = 0, []
-        inside = prefix.encode("utf-8")
         reader = ArchiveReader(archive)
         # One key at a time from the archive into the plan; the archive's own checks (counts,
         # payload digest) run when it ends, and the plan is only renamed into place after them.
+        # Another tenant's keys move under this tenant's prefix (their order is kept: the same
+        # byte prefix is replaced on every key).
         for kv in reader:
-            if not kv.key.startswith(inside):
-                raise BackupError(f"key {kv.key!r} is outside BACKUP_PREFIX {prefix}")
+            key = rewrite_key(kv.key, source_prefix, prefix)
             if kv.leased:
-                skipped.append(kv.key.decode("utf-8", "backslashreplace"))
+                skipped.append(key.decode("utf-8", "backslashreplace"))
                 continue
-            _key_restorable(kv.key)
-            (staging / "keys" / f"{restored:08d}").write_bytes(kv.key)
+            _key_restorable(key)
+            (staging / "keys" / f"{restored:08d}").write_bytes(key)
             (staging / "values" / f"{restored:08d}").write_bytes(kv.value)
+            txn.add(key, kv.value)
             restored += 1
+        txn.flush()
         if reader.metadata != metadata:
             raise BackupError(f"{name}: archive metadata differs from its manifest")
         archive.unlink()
+        # The tenant's root keys, as merge patches of its Secrets (tenant-pki.sh applies them);
+        # never another tenant's: two tenants sharing a CA and service-account key would accept
+        # each other's credentials.
+        (staging / "pki").mkdir()
+        for secret, data in reader.pki.items() if source == tenant else ():
+            if not re.fullmatch(r"[a-z0-9-]+", secret):
+                raise BackupError(f"{name}: its pki names a Secret {secret!r}")
+            (staging / "pki" / f"{secret}.json").write_text(json.dumps({"data": data}))
         (staging / "prefix").write_text(prefix, encoding="utf-8")
         summary = {
             "backupName": name,
@@ -1146,6 +1609,9 @@ def cmd_fetch() -> None:
             "metadata": metadata,
             "keysToRestore": restored,
             "leasedKeysSkipped": skipped,
+            "pkiSecrets": sorted(reader.pki) if source == tenant else [],
+            "tenant": tenant,
+            "sourceTenant": source,
         }
         (staging / "plan.json").write_text(json.dumps(summary, sort_keys=True, indent=1) + "\n")
         staging.rename(plan)
@@ -1163,6 +1629,8 @@ def cmd_fetch() -> None:
             "time": metadata["time"],
             "keysToRestore": restored,
             "leasedKeysSkipped": len(skipped),
+            "pkiSecrets": metadata.get("pkiSecrets", []) if source == tenant else [],
+            **({"from": source} if source != tenant else {}),
             "plan": str(plan),
             **({"warning": warning} if warning else {}),
         }
@@ -1227,7 +1695,8 @@ def cmd_check_restored() -> None:
     tenant, prefix = _tenant(), _prefix()
     plan = _work_dir() / PLAN_DIR
     summary = _plan_summary(plan)
-    if summary.get("metadata", {}).get("tenant") != tenant or summary.get("prefix") != prefix:
+    planned_for = summary.get("tenant", summary.get("metadata", {}).get("tenant"))
+    if planned_for != tenant or summary.get("prefix") != prefix:
         raise BackupError(f"restore plan is not for tenant {tenant} and prefix {prefix}")
     expected = _plan_entries(plan)
     count, missing, extra, differ, first = compare(expected, iter(Export(_export_path(), prefix)))
@@ -1247,6 +1716,11 @@ def cmd_check_restored() -> None:
             "kubernetesVersion": metadata["kubernetesVersion"],
             "keysRestored": count,
             "leasedKeysSkipped": summary["leasedKeysSkipped"],
+            **(
+                {"from": summary["sourceTenant"]}
+                if summary.get("sourceTenant", tenant) != tenant
+                else {}
+            ),
         }
     )
 

@@ -258,8 +258,11 @@ class S3Server:
     endpoint: str
     access_key: str
     secret_key: str
+    key_file: Path
+    """The tenant's archive key, as the target Secret's ``archive.key`` (64 hex digits)."""
 
     def env(self, prefix: str) -> dict[str, str]:
+        """The target Secret's environment: the store, the tenant's credential and its key."""
         return {
             "S3_ENDPOINT": self.endpoint,
             "S3_REGION": "us-east-1",
@@ -267,7 +270,12 @@ class S3Server:
             "S3_PREFIX": prefix,
             "AWS_ACCESS_KEY_ID": self.access_key,
             "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "BACKUP_KEY_FILE": str(self.key_file),
         }
+
+    @property
+    def key(self) -> bytes:
+        return bytes.fromhex(self.key_file.read_text().strip())
 
 
 @pytest.fixture(scope="session")
@@ -319,7 +327,9 @@ def s3(s3_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3
             check=True,
         )
         keys = json.loads(out.stdout)
-        yield S3Server(endpoint, keys["access_key"], keys["secret_key"])
+        key_file = tmp_path_factory.mktemp("archive-key") / "archive.key"
+        key_file.write_text(os.urandom(32).hex() + "\n")
+        yield S3Server(endpoint, keys["access_key"], keys["secret_key"], key_file)
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -9,6 +9,7 @@ afresh and uses its own S3 prefix.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import gzip
 import hashlib
@@ -27,12 +28,15 @@ from tests.backup.conftest import SCRIPTS, Etcd, S3Server, load_tool, run_script
 
 tool = load_tool()
 
+A_SECRET_KEY = b"/tenant_a/registry/secrets/default/db-password"
+A_SECRET_VALUE = base64.b64encode(b"correct horse battery staple 4711")
 A_SEEDS: dict[bytes, bytes] = {
     b"/tenant_a/registry/pods/default/web-0": b"k8s\x00\n\x02v1\x12\x03Pod\x1a\x00\xff\xfe\n\n",
     b"/tenant_a/registry/configmaps/kube-system/\xc3\xbcml": b"\x00\x00\x00",
     b"/tenant_a/registry/secrets/default/with space": b"\n",
     b"/tenant_a/registry/empty": b"",
     b"/tenant_a/registry/big": bytes(range(256)) * 400,
+    A_SECRET_KEY: b'k8s\x00{"data":{"password":"' + A_SECRET_VALUE + b'"}}',
 }
 A_LEASED = b"/tenant_a/registry/events/default/web-0.1"
 B_SEEDS: dict[bytes, bytes] = {
@@ -111,12 +115,22 @@ def test_backup_and_restore_byte_for_byte(etcd: Etcd, s3: S3Server, job: dict[st
         re.escape(job["S3_PREFIX"]) + rf"tenant_a-\d{{8}}T\d{{6}}Z-rev{revision_before}\.json\.gz",
         summary["name"],
     )
-    # The stored archive, read with gzip/json here, holds exactly the exported bytes.
+    # The stored archive is encrypted: no key and no value is readable in what the store holds,
+    # gzip'd or not; decrypted with the tenant's key and read with gzip/json here, it holds
+    # exactly the exported bytes.
     client = tool.S3(job)
     blob = client.get(summary["name"])
     assert hashlib.sha256(blob).hexdigest() == summary["sha256"]
-    document = json.loads(gzip.decompress(blob))
-    import base64
+    assert blob.startswith(tool.MAGIC)
+    assert summary["keyId"] == tool.key_id(s3.key)
+    with pytest.raises(OSError, match="Not a gzipped file"):
+        gzip.decompress(blob)
+    plain = gzip.decompress(tool.decrypt_bytes(blob, s3.key, summary["name"]))
+    # The Secret's value, as the archive holds it (base64 in the JSON) and as etcd does.
+    for readable in (A_SECRET_VALUE, base64.b64encode(A_SEEDS[A_SECRET_KEY]), A_SECRET_KEY):
+        assert readable not in blob
+    assert base64.b64encode(A_SEEDS[A_SECRET_KEY]) in plain
+    document = json.loads(plain)
 
     stored = {
         base64.b64decode(kv["key"]): (base64.b64decode(kv["value"]), kv["leased"])
@@ -189,7 +203,6 @@ def test_backup_refuses_a_key_outside_the_prefix(job: dict[str, str]) -> None:
     ok(run_script("etcd-export.sh", job))
     export = Path(job["WORK_DIR"]) / "export.json" / "page-000000.json"
     data = json.loads(export.read_text())
-    import base64
 
     data["kvs"][-1]["key"] = base64.b64encode(b"/tenant_b/registry/x").decode()
     export.write_text(json.dumps(data))
@@ -212,6 +225,7 @@ def _tamper_archive(job: dict[str, str], name: str, change: str) -> None:
     manifest_key = tool.manifest_name(name)
     blob = client.get(name)
     manifest = json.loads(client.get(manifest_key))
+    key = tool.parse_key(Path(job["BACKUP_KEY_FILE"]).read_text())
 
     def rehash(new_blob: bytes) -> None:
         manifest["archive"].update(size=len(new_blob), sha256=hashlib.sha256(new_blob).hexdigest())
@@ -228,8 +242,22 @@ def _tamper_archive(job: dict[str, str], name: str, change: str) -> None:
         rehash(blob)
     elif change == "manifest mismatch":
         manifest["metadata"]["keyCount"] += 1
+    elif change == "not encrypted":
+        # A backup as written before archives were encrypted, or planted by the bucket's writer.
+        blob = tool.decrypt_bytes(blob, key, name)
+        del manifest["encryption"]
+        rehash(blob)
+    elif change == "encrypted with another key":
+        other = os.urandom(32)
+        blob = tool.encrypt_bytes(tool.decrypt_bytes(blob, key, name), other, name)
+        manifest["encryption"]["keyId"] = tool.key_id(other)
+        rehash(blob)
+    elif change == "another key, its id forged":
+        blob = tool.encrypt_bytes(tool.decrypt_bytes(blob, key, name), os.urandom(32), name)
+        rehash(blob)
     elif change in ("wrong tenant", "key outside prefix"):
-        metadata, kvs = tool.parse_archive(blob)
+        # Written by someone holding the tenant's key: the checks inside the archive still hold.
+        metadata, kvs = tool.parse_archive(tool.decrypt_bytes(blob, key, name))
         tenant = "tenant_b" if change == "wrong tenant" else metadata["tenant"]
         if change == "key outside prefix":
             kvs.append(tool.KV(b"/tenant_b/registry/pods/default/db-0", b"mine now", False))
@@ -242,6 +270,7 @@ def _tamper_archive(job: dict[str, str], name: str, change: str) -> None:
             kvs=kvs,
         )
         manifest["metadata"] = metadata
+        blob = tool.encrypt_bytes(blob, key, name)
         rehash(blob)
     else:
         raise AssertionError(change)
@@ -253,9 +282,12 @@ def _tamper_archive(job: dict[str, str], name: str, change: str) -> None:
     ("change", "message"),
     [
         ("flipped byte", "sha256 does not match its manifest"),
-        ("flipped byte, manifest rehashed", "archive is not"),
+        ("flipped byte, manifest rehashed", "does not decrypt with this tenant's key"),
         ("truncated", "manifest says"),
-        ("truncated, manifest rehashed", "not valid gzip"),
+        ("truncated, manifest rehashed", "does not decrypt with this tenant's key"),
+        ("not encrypted", "is not encrypted"),
+        ("encrypted with another key", "was encrypted with key"),
+        ("another key, its id forged", "does not decrypt with this tenant's key"),
         ("manifest mismatch", "archive metadata differs from its manifest"),
         ("wrong tenant", "belongs to tenant 'tenant_b'"),
         ("key outside prefix", "outside BACKUP_PREFIX"),
@@ -554,3 +586,129 @@ def test_a_tenant_is_packed_and_fetched_a_key_at_a_time(etcd: Etcd, job: dict[st
     ok(run_script("etcd-export.sh", {**job, "EXPORT_FILE": "restored.json"}))
     peak = _peak_mib("check-restored", {**job, "EXPORT_FILE": "restored.json"}, out)
     assert peak < 80, f"check-restored peaked at {peak:.0f} MiB"
+
+
+def _into_b(job: dict[str, str], etcd: Etcd, **extra: str) -> dict[str, str]:
+    """tenant_b's restore Job reading tenant_a's backup: tenant_b's own etcd user and prefix,
+    tenant_a's target (make restore FROM_TENANT copies its Secret for the Job)."""
+    return {
+        **job,
+        **etcd.env("tenant_b"),
+        "BACKUP_TENANT": "tenant_b",
+        "BACKUP_PREFIX": "/tenant_b/",
+        "BACKUP_SOURCE_TENANT": "tenant_a",
+        "BACKUP_SOURCE_PREFIX": "/tenant_a/",
+        **extra,
+    }
+
+
+def test_a_backup_restores_into_another_tenant_under_its_prefix(
+    etcd: Etcd, job: dict[str, str]
+) -> None:
+    """Issue 38 point 6: tenant_a's backup into tenant_b (a clone, or a tenant re-created under
+    another name): every key moves from /tenant_a/ to /tenant_b/ with its exact bytes, what
+    tenant_b held is replaced, tenant_a is not touched, and no root key travels."""
+    name = backup(job)["name"]
+    _, a_before = etcd.dump("/tenant_a/")
+    etcd.put("/tenant_b/registry/stale", b"replaced by the clone")
+    env = _into_b(job, etcd, BACKUP_NAME=name)
+    fetched = json.loads(ok(run_tool("fetch", env)).stdout)
+    assert fetched["from"] == "tenant_a"
+    assert fetched["pkiSecrets"] == []
+    ok(run_script("etcd-import.sh", env))
+    ok(run_script("etcd-export.sh", {**env, "EXPORT_FILE": "restored.json"}))
+    result = json.loads(
+        ok(run_tool("check-restored", {**env, "EXPORT_FILE": "restored.json"})).stdout
+    )
+    assert result["tenant"] == "tenant_b"
+    assert result["from"] == "tenant_a"
+    assert result["keysRestored"] == len(A_SEEDS)
+    _, b_after = etcd.dump("/tenant_b/")
+    assert {k: v["value"] for k, v in b_after.items()} == {
+        b"/tenant_b/" + k[len(b"/tenant_a/") :]: v for k, v in A_SEEDS.items()
+    }
+    assert etcd.dump("/tenant_a/")[1] == a_before
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ({"BACKUP_SOURCE_PREFIX": ""}, "BACKUP_SOURCE_PREFIX must be tenant tenant_a's key prefix"),
+        ({"BACKUP_SOURCE_PREFIX": "/tenant_b/"}, "overlaps"),
+        ({"BACKUP_SOURCE_PREFIX": "/tenant_b/x/"}, "overlaps"),
+        # A backup is read with the tenant and prefix it was taken of, nothing else.
+        ({"BACKUP_SOURCE_PREFIX": "/tenant_c/"}, "holds prefix '/tenant_a/', not '/tenant_c/'"),
+        ({"BACKUP_SOURCE_TENANT": "tenant_c"}, "is not a backup of tenant tenant_c"),
+    ],
+)
+def test_a_restore_from_another_tenant_refuses_what_it_cannot_do_safely(
+    etcd: Etcd, job: dict[str, str], extra: dict[str, str], words: str
+) -> None:
+    name = backup(job)["name"]
+    before = etcd.dump("/")
+    line = refused(run_tool("fetch", _into_b(job, etcd, BACKUP_NAME=name, **extra)))
+    assert words in line, line
+    assert not (Path(job["WORK_DIR"]) / "restore").exists()
+    assert etcd.dump("/") == before
+
+
+def test_the_import_writes_in_transactions_with_every_byte_kept(
+    etcd: Etcd, job: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 38: one etcdctl and TLS handshake per key made the import the restore's bottleneck.
+    The plan goes in transactions of up to TXN_OPS puts, Go-quoted: quotes, backslashes, NUL,
+    0xff, newlines, a leading dash and empty values come back exactly, and the import runs one
+    etcdctl per transaction (plus the delete), not one per key."""
+    many = {
+        f"/tenant_a/registry/configmaps/default/cm-{i:04d}".encode(): bytes([i % 256]) * (i % 7)
+        for i in range(300)
+    }
+    odd = {
+        b'/tenant_a/registry/odd/"quoted" \\back': b'-- "x" \\y\n\x00\xff\n',
+        b"/tenant_a/registry/odd/-dash": b"-n",
+        b"/tenant_a/registry/odd/\xc3\xbc\x7f": bytes(range(256)),
+    }
+    for key, value in {**many, **odd}.items():
+        etcd.put(key, value)
+    _, expected = etcd.dump("/tenant_a/")
+    name = backup(job)["name"]
+    etcd.ctl("del", "--prefix", "/tenant_a/")
+    etcd.put("/tenant_a/registry/stray", b"gone after the import")
+
+    # etcdctl as the Job runs it, each invocation logged.
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    log = tmp_path / "etcdctl.log"
+    real = shutil.which("etcdctl")
+    assert real is not None
+    (wrapper / "etcdctl").write_text(f'#!/bin/sh\necho "$1" >>"{log}"\nexec "{real}" "$@"\n')
+    (wrapper / "etcdctl").chmod(0o755)
+    env = {**job, "BACKUP_NAME": name, "PATH": f"{wrapper}:{job['PATH']}"}
+    ok(run_tool("fetch", env))
+    batches = sorted((Path(job["WORK_DIR"]) / "restore" / "txn").iterdir())
+    keys = len(expected) - 1  # the leased key is not restored
+    assert len(batches) == -(-keys // tool.TXN_OPS)
+    ok(run_script("etcd-import.sh", env))
+    assert log.read_text().split() == ["del"] + ["txn"] * len(batches)
+    ok(run_script("etcd-export.sh", {**env, "EXPORT_FILE": "restored.json"}))
+    ok(run_tool("check-restored", {**env, "EXPORT_FILE": "restored.json"}))
+    _, after = etcd.dump("/tenant_a/")
+    assert {k: v["value"] for k, v in after.items()} == {
+        k: v["value"] for k, v in expected.items() if v["lease"] == 0
+    }
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"plain", b'"', b"\\", b"\x00\xff\n\r\t", bytes(range(256)), "ü €".encode()]
+)
+def test_txn_quoting_is_what_go_unquotes(data: bytes) -> None:
+    """txn_quote's output parsed back the way Go's strconv.Unquote reads a double-quoted string
+    literal (\\xHH is one byte; printable ASCII is itself)."""
+    quoted = tool.txn_quote(data)
+    assert quoted.isascii()
+    assert quoted.startswith('"')
+    assert quoted.endswith('"')
+    body = quoted[1:-1]
+    assert '"' not in body.replace("\\x22", "")
+    decoded = re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m[1], 16)]), body.encode())
+    assert decoded == data

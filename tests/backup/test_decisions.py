@@ -180,3 +180,84 @@ def test_compare_merges_two_sorted_streams(
         iter(tool.KV(k, v, False) for k, v in sorted(actual.items())),
     )
     assert got == result
+
+
+# ------------------------------------------------------------------------ archive encryption
+
+
+def test_an_archive_decrypts_only_with_its_key_and_under_its_own_name() -> None:
+    key, other = bytes(range(32)), bytes(range(1, 33))
+    name = "p/tenant_a-20260101T000000Z-rev7.json.gz"
+    plain = gzip.compress(b'{"kvs":[],"metadata":{"password":"hunter2"}}')
+    sealed = tool.encrypt_bytes(plain, key, name)
+    assert b"hunter2" not in sealed
+    assert plain not in sealed
+    assert tool.decrypt_bytes(sealed, key, name) == plain
+    # Two encryptions of the same archive differ (a fresh nonce each time).
+    assert tool.encrypt_bytes(plain, key, name) != sealed
+    for wrong_key, wrong_name in ((other, name), (key, name.replace("rev7", "rev8"))):
+        with pytest.raises(tool.BackupError, match="does not decrypt with this tenant's key"):
+            tool.decrypt_bytes(sealed, wrong_key, wrong_name)
+    # The S3 prefix is not bound: a bucket copied under another prefix still restores.
+    assert tool.decrypt_bytes(sealed, key, "other/" + name.split("/")[-1]) == plain
+    flipped = sealed[:-20] + bytes([sealed[-20] ^ 1]) + sealed[-19:]
+    with pytest.raises(tool.BackupError, match="does not decrypt"):
+        tool.decrypt_bytes(flipped, key, name)
+    with pytest.raises(tool.BackupError, match="is not encrypted"):
+        tool.decrypt_bytes(plain, key, name)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "words"),
+    [
+        ({}, "is not encrypted"),
+        ({"encryption": {"cipher": "none"}}, "is encrypted with 'none'"),
+        ({"encryption": {"cipher": "AES-256-GCM", "keyId": "0" * 16}}, "was encrypted with key"),
+    ],
+)
+def test_a_backup_the_tenants_key_cannot_open_is_refused(
+    manifest: dict[str, Any], words: str
+) -> None:
+    refusal = tool.encryption_refusal(manifest, bytes(32))
+    assert refusal is not None
+    assert words in refusal
+    good = {"encryption": {"cipher": "AES-256-GCM", "keyId": tool.key_id(bytes(32))}}
+    assert tool.encryption_refusal(good, bytes(32)) is None
+    assert tool.key_id(bytes(32)) != tool.key_id(bytes(31) + b"\x01")
+
+
+@pytest.mark.parametrize("text", ["", "ab" * 31, "zz" * 32, "ab" * 33])
+def test_an_archive_key_must_be_64_hex_digits(text: str) -> None:
+    with pytest.raises(tool.BackupError, match="not 64 hex digits") as caught:
+        tool.parse_key(text)
+    assert text not in str(caught.value) or not text
+    assert tool.parse_key("AB" * 32 + "\n") == bytes([0xAB]) * 32
+
+
+def test_the_archived_root_keys_are_checked_against_the_metadata() -> None:
+    pki = {"ca": {"ca.key": "a2V5", "ca.crt": "Y3J0"}}
+    metadata, blob = tool.build_archive(
+        tenant="t",
+        prefix="/t/",
+        kubernetes_version="v1.35.0",
+        revision=3,
+        when=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+        kvs=[tool.KV(b"/t/a", b"1", False)],
+        pki=pki,
+    )
+    assert metadata["pkiSecrets"] == ["ca"]
+    tool.parse_archive(blob)
+    swapped = gzip.compress(gzip.decompress(blob).replace(b"a2V5", b"b3Ro"))
+    with pytest.raises(tool.BackupError, match="pki does not match its metadata"):
+        tool.parse_archive(swapped)
+
+
+def test_root_keys_are_read_as_the_kubelet_mounts_them(tmp_path: Path) -> None:
+    real = tmp_path / "ca" / "..2026"
+    real.mkdir(parents=True)
+    (real / "ca.key").write_bytes(b"\x00key\n")
+    (tmp_path / "ca" / "..data").symlink_to("..2026")
+    (tmp_path / "ca" / "ca.key").symlink_to("..data/ca.key")
+    assert tool.read_pki(tmp_path, ["ca"]) == {"ca": {"ca.key": "AGtleQo="}}
+    with pytest.raises(tool.BackupError, match="sa-certificate Secret is not readable"):
+        tool.read_pki(tmp_path, ["ca", "sa-certificate"])

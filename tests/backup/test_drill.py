@@ -11,7 +11,9 @@ at once leave one restore's backup, whole; an S3 fault is one `error:` line, nev
 
 from __future__ import annotations
 
+import base64
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +24,12 @@ from typing import Any
 
 import pytest
 
-from components.backups.objects import BACKUP, CONTROL_PLANE_POD_LABEL, KAMAJI_PAUSED_ANNOTATION
+from components.backups.objects import (
+    BACKUP,
+    CONTROL_PLANE_POD_LABEL,
+    KAMAJI_PAUSED_ANNOTATION,
+    PKI_SECRETS,
+)
 from tests.backup.conftest import SCRIPTS, Etcd, EtcdProcess, S3Server, load_tool
 from tests.backup.faulty_s3 import Fault, faulty_s3
 from tests.support import kubectl_stub
@@ -48,6 +55,41 @@ def fill(etcd: Etcd, count: int, generation: str) -> dict[bytes, bytes]:
     return keys
 
 
+def root_keys(generation: str) -> dict[str, dict[str, bytes]]:
+    """Kamaji's three root-key Secrets of tenant-a as it would generate them (keys as Kamaji's
+    data keys; values stand-ins that say their generation)."""
+    files = {
+        "ca": ("ca.crt", "ca.key", "tls.crt", "tls.key"),
+        "sa-certificate": ("sa.pub", "sa.key"),
+        "front-proxy-ca-certificate": ("front-proxy-ca.crt", "front-proxy-ca.key"),
+    }
+    assert set(files) == set(PKI_SECRETS)
+    return {
+        name: {f: f"-----{generation} {name} {f}-----\n".encode() for f in keys}
+        for name, keys in files.items()
+    }
+
+
+def as_secrets(keys: dict[str, dict[str, bytes]]) -> dict[str, dict[str, str]]:
+    """The same keys as the API holds them: Secrets ``tenant-a-<name>``, data base64."""
+    return {
+        f"tenant-a-{name}": {k: base64.b64encode(v).decode() for k, v in data.items()}
+        for name, data in keys.items()
+    }
+
+
+def mount(directory: Path, keys: dict[str, dict[str, bytes]]) -> None:
+    """The Secrets as the kubelet mounts them: a file per key behind ``..data`` links."""
+    for name, data in keys.items():
+        folder = directory / name
+        shutil.rmtree(folder, ignore_errors=True)
+        (folder / "..2026_01_01").mkdir(parents=True)
+        (folder / "..data").symlink_to("..2026_01_01")
+        for key, value in data.items():
+            (folder / "..2026_01_01" / key).write_bytes(value)
+            (folder / key).symlink_to(f"..data/{key}")
+
+
 def values(etcd: Etcd, prefix: str = PREFIX) -> dict[bytes, bytes]:
     return {k: v["value"] for k, v in etcd.dump(prefix)[1].items()}
 
@@ -59,10 +101,17 @@ class Cluster:
         self.stub_dir = root / "kube"
         self.stub_dir.mkdir()
         self.root = root
+        self.pki_dir = root / "pki"
+        keys = root_keys("first")
+        mount(self.pki_dir, keys)
+        state = kubectl_stub.initial_state()
+        state["secrets"] = as_secrets(keys)
         self.base = {
             **etcd.env("tenant_a"),
             # After etcd's environment, whose PATH it replaces: the stub kubectl comes first.
-            **kubectl_stub.install(self.stub_dir, kubectl_stub.initial_state()),
+            **kubectl_stub.install(self.stub_dir, state),
+            "BACKUP_PKI_DIR": str(self.pki_dir),
+            "BACKUP_PKI_SECRETS": ",".join(PKI_SECRETS),
             **s3_env,
             "BACKUP_TENANT": "tenant_a",
             "BACKUP_PREFIX": PREFIX,
@@ -102,6 +151,7 @@ def step(name: str, env: dict[str, str]) -> subprocess.Popen[str]:
         "guard": ["sh", str(SCRIPTS / "backup-guard.sh"), "before"],
         "recheck": ["sh", str(SCRIPTS / "backup-guard.sh"), "after"],
         "upload": [sys.executable, str(SCRIPTS / "tenant_backup.py"), "backup"],
+        "pki": ["sh", str(SCRIPTS / "tenant-pki.sh")],
     }
     if name in ("check", "export") and env.get("RESTORE") == "1":
         env = {**env, "EXPORT_FILE": "restored.json"}
@@ -128,7 +178,7 @@ def run_steps(names: list[str], env: dict[str, str]) -> tuple[str | None, str]:
     return None, output
 
 
-RESTORE_STEPS = ["fetch", "stop", "import", "export", "check", "start"]
+RESTORE_STEPS = ["fetch", "stop", "import", "export", "check", "pki", "start"]
 BACKUP_STEPS = ["guard", "export", "recheck", "upload"]
 
 
@@ -177,7 +227,16 @@ def test_etcd_killed_mid_import_then_the_rerun_restores_the_good_backup(
     assert run_steps(["guard"], early)[0] is None
     # Restore 1: fetch, stop, and the import starts.
     cluster.job_status("datastore-restore-1", {"active": 1})
-    env = cluster.env("datastore-restore-1", BACKUP_NAME="latest", RESTORE="1")
+    # One put per transaction: the import lasts long enough to be cut in the middle. A
+    # transaction to a dead member waits its whole IMPORT_PUT_TIMEOUT (etcdctl txn has no
+    # command timeout of its own): 10 s here.
+    env = cluster.env(
+        "datastore-restore-1",
+        BACKUP_NAME="latest",
+        RESTORE="1",
+        BACKUP_TXN_OPS="1",
+        IMPORT_PUT_TIMEOUT="10s",
+    )
     assert run_steps(["fetch", "stop"], env)[0] is None
     assert cluster.state()["cronjob"]["suspend"] is True
     importing = step("import", env)
@@ -189,7 +248,8 @@ def test_etcd_killed_mid_import_then_the_rerun_restores_the_good_backup(
     failed, output = run_steps(["export", "recheck", "upload"], early)
     assert failed == "recheck", output
     assert "is paused" in one_error(output)
-    # etcd dies mid-import: the import stops at its first failed put, not after every key.
+    # etcd dies mid-import: the import stops at its first failed transaction, not after every
+    # key.
     own_etcd.kill()
     killed = time.monotonic()
     assert importing.wait(timeout=120) != 0
@@ -316,3 +376,62 @@ def test_an_s3_fault_is_one_line_and_touches_nothing(
     assert not (tmp_path / "work" / "restore").exists()
     # A failed read-back removes its archive: nothing half-written is left beside the backups.
     assert {o.key for o in tool.S3(env).list(s3_prefix)} == stored
+
+
+def test_after_losing_the_management_cluster_the_restore_brings_back_the_tenants_keys(
+    own_etcd: EtcdProcess, cluster: Cluster, s3: S3Server
+) -> None:
+    """The management cluster is lost and rebuilt: `pulumi up` re-creates the tenant, Kamaji
+    generates a new CA and service-account key, the datastore is empty but for a fresh
+    bootstrap. The restore brings back the keys with the objects, so the tenant's kubelets'
+    certificates and service-account tokens verify again. The keys are archived encrypted."""
+    etcd = own_etcd.server
+    before = fill(etcd, 50, "before")
+    assert scheduled_backup(cluster, "datastore-backup-1")[0] is None
+    [good] = listed(cluster)
+    stored = tool.S3(cluster.base).get(good)
+    for data in root_keys("first").values():
+        for value in data.values():
+            assert value not in stored
+            assert base64.b64encode(value) not in stored
+
+    # The rebuild: new keys in Kamaji's Secrets (and so in what a backup Job would mount), a
+    # fresh prefix.
+    state = cluster.state()
+    state["secrets"] = as_secrets(root_keys("rebuilt"))
+    kubectl_stub.write_state(cluster.stub_dir, state)
+    mount(cluster.pki_dir, root_keys("rebuilt"))
+    fill(etcd, 5, "bootstrap")
+
+    failed, output = restore(cluster, "datastore-restore-1", good)
+    assert failed is None, output
+    assert values(etcd) == before
+    assert cluster.state()["secrets"] == as_secrets(root_keys("first"))
+    calls = (cluster.stub_dir / "calls").read_text().splitlines()
+    patched = [c.split()[2] for c in calls if c.startswith("patch secret")]
+    assert sorted(patched) == sorted(f"tenant-a-{n}" for n in PKI_SECRETS)
+    # Written while the tenant was still stopped: before the start scaled it back.
+    first_scale_up = next(
+        i for i, c in enumerate(calls) if c.startswith("scale") and "replicas=2" in c
+    )
+    assert max(i for i, c in enumerate(calls) if c.startswith("patch secret")) < first_scale_up
+
+
+def test_a_restore_without_kamajis_secrets_fails_before_the_start(
+    own_etcd: EtcdProcess, cluster: Cluster
+) -> None:
+    """The keys are patched into Secrets Kamaji made (keeping its labels and owner): a tenant
+    whose control plane was never reconciled has none, and the restore stops, one line."""
+    etcd = own_etcd.server
+    fill(etcd, 20, "good")
+    assert scheduled_backup(cluster, "datastore-backup-1")[0] is None
+    [good] = listed(cluster)
+    state = cluster.state()
+    del state["secrets"]["tenant-a-sa-certificate"]
+    kubectl_stub.write_state(cluster.stub_dir, state)
+    failed, output = restore(cluster, "datastore-restore-1", good)
+    assert failed == "pki", output
+    line = one_error(output)
+    assert line.startswith("error: cannot write the tenant's keys into Secret tenant-a-sa-cert")
+    assert "NotFound" in line
+    assert cluster.state()["deployment"]["replicas"] == 0

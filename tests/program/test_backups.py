@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from components.backups import objects
 from components.backups.deploy import TENANT_PARTS
 from components.lab import backup_store
 from tests.support.harness import SECRET_PLACEHOLDER, Recording, evaluate, load_stack_config
@@ -112,3 +113,10 @@ def test_the_lab_store_gives_each_tenant_its_own_bucket_and_key() -> None:
     ]
     root = recording.named("management-backup-store-root-secret")
     assert root.type == "command:local:Command"
+    # Each lab tenant's archive key: its own command, made once, kept secret, in its Secret.
+    for name, target in targets.items():
+        command = recording.named(backup_store.archive_key_resource("management", name))
+        assert command.type == "command:local:Command"
+        assert target[objects.TARGET_KEY_KEY] == "5e" * 32  # the fake new-secret.sh output
+    policy = recording.named("management-backup-store-policy")
+    assert policy.inputs["spec"] == backup_store.network_policy()["spec"]

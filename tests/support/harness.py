@@ -231,6 +231,7 @@ BACKUP_TARGET_PLACEHOLDER = {
     "bucket": "mock-tenant-backups",
     "accessKeyId": SECRET_PLACEHOLDER,
     "secretAccessKey": SECRET_PLACEHOLDER,
+    "encryptionKey": "5e" * 32,
 }
 
 MOCK_KUBECONFIG = f"""apiVersion: v1

@@ -4,12 +4,13 @@ State lives in ``$STUB_DIR/state.json``; every call is appended to ``$STUB_DIR/c
 a TenantControlPlane that Kamaji reconciles (it scales the Deployment back to the TCP's replicas
 on every call unless the TCP carries ``kamaji.clastix.io/paused``), its Deployment and API server
 pods (gone one call after a scale to 0), in prod the Cluster whose controllers rewrite the TCP
-unless ``spec.paused``, the tenant's backup CronJob (``spec.suspend``) and Jobs by name (their
-conditions and active pods). ``-o jsonpath=`` is evaluated on the objects as the API returns them
-(dotted paths with ``\\.`` escapes, ``[*]``, ``[?(@.f=="v")]``, ``{range}…{end}``, quoted
-literals; a map prints as compact JSON with sorted keys, as kubectl's does); ``annotate`` honours
-``--overwrite`` and ``--resource-version`` (a stale one is a conflict, as the API's optimistic
-concurrency makes it).
+unless ``spec.paused``, the tenant's backup CronJob (``spec.suspend``), Jobs by name (their
+conditions and active pods) and Secrets by name (their base64 ``data``; ``patch --type merge``
+merges it, a missing one is NotFound). ``-o jsonpath=`` is evaluated on the objects as the API
+returns them (dotted paths with ``\\.`` escapes, ``[*]``, ``[?(@.f=="v")]``, ``{range}…{end}``,
+quoted literals; a map prints as compact JSON with sorted keys, as kubectl's does); ``annotate``
+honours ``--overwrite`` and ``--resource-version`` (a stale one is a conflict, as the API's
+optimistic concurrency makes it).
 
 Run as a file (``install`` writes a ``kubectl`` that execs it); stdlib only.
 """
@@ -44,6 +45,7 @@ def initial_state(cluster: bool = False) -> dict[str, Any]:
         "cluster": {"paused": False, "kcpReplicas": 2} if cluster else None,
         "cronjob": {"suspend": None},
         "jobs": {},
+        "secrets": {},
     }
 
 
@@ -237,6 +239,8 @@ def _kind(resource: str) -> str:
         return "job"
     if resource.startswith("clusters"):
         return "cluster"
+    if resource in ("secret", "secrets"):
+        return "secret"
     raise SystemExit(f"stub: unknown resource {resource}")
 
 
@@ -301,6 +305,12 @@ def _patch(state: dict[str, Any], args: list[str]) -> None:
         state["cluster"]["paused"] = body["spec"]["paused"]
     elif kind == "cronjob":
         state["cronjob"]["suspend"] = body["spec"]["suspend"]
+    elif kind == "secret":
+        secrets = state.setdefault("secrets", {})
+        if args[2] not in secrets:
+            sys.stderr.write(f'Error from server (NotFound): secrets "{args[2]}" not found\n')
+            raise SystemExit(1)
+        secrets[args[2]].update(body.get("data", {}))
     else:
         raise SystemExit(f"stub: patch of {kind}")
 

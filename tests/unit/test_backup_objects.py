@@ -16,6 +16,7 @@ from components.backups import objects
 from components.backups.target import target_environment
 from components.config import ConfigError
 from components.lab import backup_store
+from components.metrics import backup_alerts
 from components.scripts import SCRIPTS_ROOT
 from tests.support.backup_plans import LAB_PLAN, PROD_PLAN
 from tests.support.kube_schemas import builtin_violations
@@ -43,12 +44,13 @@ def _store() -> list[dict[str, Any]]:
         backup_store.config_secret(),
         backup_store.deployment("0" * 64),
         backup_store.service(),
+        backup_store.network_policy(),
     ]
 
 
 @pytest.mark.parametrize(
     "manifest",
-    [*_all(LAB), *_all(PROD), *_store()],
+    [*_all(LAB), *_all(PROD), *_store(), *backup_alerts.manifests("gpu-platform-metrics")],
     ids=lambda m: f"{m['kind']}-{m['metadata']['name']}",
 )
 def test_every_object_validates_against_the_clusters_openapi_schema(
@@ -143,9 +145,9 @@ def test_the_backup_checks_the_tenant_around_its_export() -> None:
 def test_the_restore_verifies_before_it_stops_and_starts_only_after_the_check() -> None:
     pod = _pod(objects.restore_cron_job(PROD))
     steps = [c["name"] for c in pod["initContainers"]]
-    assert steps == ["endpoints", "fetch", "stop", "import", "export", "check"]
+    assert steps == ["endpoints", "fetch", "stop", "import", "export", "check", "pki"]
     assert [c["name"] for c in pod["containers"]] == ["start"]
-    check = pod["initContainers"][-1]
+    check = pod["initContainers"][-2]
     assert {"name": "EXPORT_FILE", "value": "restored.json"} in check["env"]
     assert check["command"][-1] == "check-restored"
 
@@ -199,6 +201,14 @@ def test_only_the_prod_restore_may_pause_the_cluster() -> None:
     for rule in _rules(PROD, restore=True):
         if rule["resources"] == ["cronjobs"]:
             assert rule["resourceNames"] == [objects.BACKUP], rule
+        elif rule["resources"] == ["secrets"]:
+            # Kamaji's root-key Secrets of this tenant only, and never create.
+            assert rule["resourceNames"] == [
+                "team-vision-ca",
+                "team-vision-sa-certificate",
+                "team-vision-front-proxy-ca-certificate",
+            ], rule
+            assert rule["verbs"] == ["get", "patch"]
         elif rule["resources"] not in (["pods"], ["jobs"]):
             assert rule["resourceNames"] == ["team-vision"], rule
 
@@ -233,13 +243,15 @@ def test_each_tenant_may_only_touch_its_own_bucket() -> None:
 
 def test_a_tenants_target_holds_only_its_own_key() -> None:
     root = "ab" * 32
-    a = backup_store.tenant_target(root, "tenant-a")
-    b = backup_store.tenant_target(root, "tenant-b")
+    a = backup_store.tenant_target(root, "tenant-a", "1a" * 32)
+    b = backup_store.tenant_target(root, "tenant-b", "1b" * 32)
     assert a["AWS_SECRET_ACCESS_KEY"] != b["AWS_SECRET_ACCESS_KEY"]
     assert a["S3_BUCKET"] != b["S3_BUCKET"]
     assert b["AWS_SECRET_ACCESS_KEY"] not in json.dumps(a)
-    # Another root secret gives other keys.
-    assert backup_store.tenant_target("cd" * 32, "tenant-a") != a
+    assert a[objects.TARGET_KEY_KEY] == "1a" * 32
+    assert "1b" * 32 not in json.dumps(a)
+    # Another root secret gives other credentials.
+    assert backup_store.tenant_target("cd" * 32, "tenant-a", "1a" * 32) != a
 
 
 def test_bucket_names_follow_s3_rules_for_every_tenant_name_length() -> None:
@@ -272,6 +284,7 @@ def test_a_configured_target_becomes_the_secrets_data() -> None:
             "bucket": "vision-backups",
             "accessKeyId": "AK",
             "secretAccessKey": "SK",
+            "encryptionKey": "AB" * 32,
             "prefix": "prod/team-vision",
         }
     )
@@ -279,7 +292,8 @@ def test_a_configured_target_becomes_the_secrets_data() -> None:
     assert env["S3_ENDPOINT"] == "https://s3.example.internal:9000"
     assert env["S3_PREFIX"] == "prod/team-vision/"
     assert env["S3_REGION"] == "us-east-1"
-    assert set(env) == {*objects.TARGET_ENV, objects.TARGET_CA_KEY}
+    assert set(env) == {*objects.TARGET_ENV, objects.TARGET_CA_KEY, objects.TARGET_KEY_KEY}
+    assert env[objects.TARGET_KEY_KEY] == "ab" * 32
 
 
 @pytest.mark.parametrize(
@@ -287,15 +301,23 @@ def test_a_configured_target_becomes_the_secrets_data() -> None:
     [
         ("not json", "is not JSON"),
         ("[]", "is not a JSON object"),
-        ('{"endpoint": "https://s3", "bucket": "ab-c"}', "lacks accessKeyId, secretAccessKey"),
+        (
+            '{"endpoint": "https://s3", "bucket": "ab-c"}',
+            "lacks accessKeyId, secretAccessKey, encryptionKey",
+        ),
+        (
+            '{"endpoint": "https://s3", "bucket": "abc", "accessKeyId": "k", '
+            '"secretAccessKey": "k", "encryptionKey": "hunter2"}',
+            "encryptionKey is not 64 hex digits",
+        ),
         (
             '{"endpoint": "s3.example", "bucket": "abc", "accessKeyId": "k", '
-            '"secretAccessKey": "hunter2"}',
+            '"secretAccessKey": "hunter2", "encryptionKey": "' + "0" * 64 + '"}',
             "endpoint is not an http(s)",
         ),
         (
             '{"endpoint": "https://s3", "bucket": "Bad_Bucket", "accessKeyId": "k", '
-            '"secretAccessKey": "hunter2"}',
+            '"secretAccessKey": "hunter2", "encryptionKey": "' + "0" * 64 + '"}',
             "bucket is not an S3 bucket name",
         ),
         (
@@ -315,3 +337,105 @@ def test_a_malformed_target_is_one_line_naming_the_key_never_the_value(
     assert words in message
     assert "\n" not in message
     assert "hunter2" not in message
+
+
+@pytest.mark.parametrize("build", [objects.backup_cron_job, objects.restore_cron_job])
+def test_the_tool_reads_the_archive_key_the_target_secret_holds(build: Any) -> None:
+    """Every archive is encrypted with the tenant's key: the Python steps read it from the
+    target Secret's file, never from the manifest."""
+    pod = _pod(build(LAB))
+    python = [c for c in [*pod["initContainers"], *pod["containers"]] if "python3" in c["command"]]
+    assert python
+    for container in python:
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["BACKUP_KEY_FILE"] == f"{objects.TARGET_DIR}/{objects.TARGET_KEY_KEY}"
+    assert objects.TARGET_KEY_KEY in backup_store.tenant_target("ab" * 32, "t", "1a" * 32)
+
+
+# ------------------------------------------------------------------- the lab store's exposure
+
+
+def _admits(policy: dict[str, Any], labels: dict[str, str], port: int) -> bool:
+    """NetworkPolicy ingress semantics for a peer pod in any namespace (the peers here use an
+    empty namespaceSelector): some rule lists ``port`` and a ``from`` entry whose podSelector
+    matches ``labels``."""
+
+    def matches(selector: dict[str, Any]) -> bool:
+        if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+            return False
+        for expression in selector.get("matchExpressions", []):
+            assert expression["operator"] == "In"
+            if labels.get(expression["key"]) not in expression["values"]:
+                return False
+        return True
+
+    for rule in policy["spec"]["ingress"]:
+        ports = {p["port"] for p in rule["ports"] if p["protocol"] == "TCP"}
+        if port in ports and any(
+            peer.get("namespaceSelector") == {} and matches(peer["podSelector"])
+            for peer in rule["from"]
+        ):
+            return True
+    return False
+
+
+def test_only_the_backup_jobs_reach_the_store_and_only_its_s3_port() -> None:
+    """The filer, master, volume and gRPC ports skip the per-bucket credentials: the policy
+    admits the S3 port alone, from the pods of the tenants' backup and restore Jobs as the
+    program builds them, and nothing else."""
+    policy = backup_store.network_policy()
+    store_labels = backup_store.deployment("0" * 64)["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= store_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    for build in (objects.backup_cron_job, objects.restore_cron_job):
+        for plan in (LAB, PROD):
+            labels = _pod_labels(build(plan))
+            assert _admits(policy, labels, backup_store.S3_PORT)
+            for port in (backup_store.FILER_PORT, 9333, 8080, 18333, 18888, 8181, 9101):
+                assert not _admits(policy, labels, port), port
+    # Any other pod, e.g. a tenant's control plane next to its backups, is refused.
+    assert not _admits(policy, {"app.kubernetes.io/name": "tenant-a"}, backup_store.S3_PORT)
+    assert not _admits(policy, {}, backup_store.S3_PORT)
+
+
+def test_the_store_declares_and_probes_no_port_the_policy_closes() -> None:
+    container = backup_store.deployment("0" * 64)["spec"]["template"]["spec"]["containers"][0]
+    assert [p["containerPort"] for p in container["ports"]] == [backup_store.S3_PORT]
+    for probe in ("readinessProbe", "livenessProbe"):
+        # Run inside the container: no probe traffic for the policy to drop.
+        assert set(container[probe]) <= {"exec", "initialDelaySeconds"}
+        assert container[probe]["exec"]["command"][0] == "curl"
+    readiness = container["readinessProbe"]["exec"]["command"][-1]
+    assert readiness == f"http://127.0.0.1:{backup_store.FILER_PORT}/healthz"
+
+
+def _pod_labels(cron_job: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = cron_job["spec"]["jobTemplate"]["spec"]["template"]["metadata"][
+        "labels"
+    ]
+    return labels
+
+
+def test_the_backup_reads_the_tenants_root_keys_and_the_restore_writes_them_back() -> None:
+    """The upload step mounts Kamaji's CA, service-account and front-proxy CA Secrets where the
+    tool reads them; the restore writes them back after the check, before the start."""
+    for plan, tcp in ((LAB, "tenant-a"), (PROD, "team-vision")):
+        pod = _pod(objects.backup_cron_job(plan))
+        upload = pod["containers"][0]
+        env = {e["name"]: e.get("value") for e in upload["env"]}
+        names = env["BACKUP_PKI_SECRETS"].split(",")
+        assert names == list(objects.PKI_SECRETS)
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mounts = {m["mountPath"]: m["name"] for m in upload["volumeMounts"]}
+        for name in names:
+            volume = volumes[mounts[f"{env['BACKUP_PKI_DIR']}/{name}"]]
+            assert volume["secret"]["secretName"] == f"{tcp}-{name}"
+        # No other step sees them.
+        for container in pod["initContainers"]:
+            assert not [m for m in container["volumeMounts"] if m["name"].startswith("pki-")]
+        restore = _pod(objects.restore_cron_job(plan))
+        pki = restore["initContainers"][-1]
+        assert pki["command"][-1].endswith("/tenant-pki.sh")
+        assert {"name": "CONTROL_PLANE", "value": tcp} in pki["env"]
+        assert not [v for v in restore["volumes"] if v["name"].startswith("pki-")]

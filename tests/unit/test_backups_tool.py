@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from components.backups import objects
-from tests.support.backup_plans import LAB_PLAN
+from tests.support.backup_plans import LAB_PLAN, PROD_PLAN
 
 
 def _load_tool() -> Any:
@@ -272,3 +272,97 @@ def test_a_backup_prints_the_tools_summary(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert json.loads(out.splitlines()[0])["name"] == "tenant-a-1.json.gz"
     assert cluster.created[0]["metadata"]["name"].startswith("datastore-backup-manual-")
+
+
+def test_a_restore_from_another_tenant_reads_its_backup_through_a_copy_of_its_target() -> None:
+    """make restore TENANT=tenant-a FROM_TENANT=team-vision: the Job of tenant-a's restore
+    template reads through a copy of team-vision's target Secret (made before the Job, deleted
+    after it), tells fetch the source tenant and prefix, and never writes the root keys."""
+    restore = _live(objects.restore_cron_job(PLAN))
+    source = _live(objects.backup_cron_job(PROD_PLAN))
+    calls: list[tuple[str, ...]] = []
+    created: list[dict[str, Any]] = []
+
+    def kubectl(args: Sequence[str], stdin: str | None) -> str:
+        calls.append(tuple(args))
+        if args[:2] == ["get", "cronjobs"]:
+            wanted = "team-vision" if "team-vision" in args[4] else "tenant-a"
+            return json.dumps({"items": [source if wanted == "team-vision" else restore]})
+        if list(args[2:5]) == ["get", "secret", objects.TARGET]:
+            assert args[1] == "team-vision"
+            return json.dumps({"data": {"archive.key": "c2VjcmV0", "S3_BUCKET": "dmlzaW9u"}})
+        if args[:2] == ["create", "-f"]:
+            assert stdin is not None
+            created.append(json.loads(stdin))
+            return ""
+        if "jobs" in args:
+            return json.dumps({"items": []})
+        if "job" in args:
+            return json.dumps({"status": _done("Complete")})
+        if "pods" in args:
+            return json.dumps({"items": []})
+        if "delete" in args:
+            return ""
+        raise AssertionError(f"unexpected kubectl {args}")
+
+    args = argparse.Namespace(
+        action="restore",
+        tenant="tenant-a",
+        backup="team-vision-20260101T000000Z-rev9.json.gz",
+        yes=True,
+        timeout=30.0,
+        from_tenant="team-vision",
+    )
+    assert backups.act(kubectl, args) == 0
+    secret, job = created
+    assert secret["kind"] == "Secret"
+    assert secret["metadata"]["namespace"] == "tenant-a"
+    assert secret["data"] == {"archive.key": "c2VjcmV0", "S3_BUCKET": "dmlzaW9u"}
+    name = secret["metadata"]["name"]
+    pod = job["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["initContainers"]] == [
+        "endpoints",
+        "fetch",
+        "stop",
+        "import",
+        "export",
+        "check",
+    ]
+    fetch = next(c for c in pod["initContainers"] if c["name"] == "fetch")
+    env = {e["name"]: e.get("value") for e in fetch["env"]}
+    assert env["BACKUP_SOURCE_TENANT"] == "team-vision"
+    assert env["BACKUP_SOURCE_PREFIX"] == "/team_vision/"
+    assert env["BACKUP_PREFIX"] == "/tenant_a/"
+    refs = {
+        e["valueFrom"]["secretKeyRef"]["name"]
+        for c in [*pod["initContainers"], *pod["containers"]]
+        for e in c["env"]
+        if "secretKeyRef" in e.get("valueFrom", {})
+    }
+    assert refs == {name}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["target"]["secret"]["secretName"] == name
+    # The copy goes once the Job is done; the values were never printed.
+    assert calls[-1] == ("-n", "tenant-a", "delete", "secret", name, "--ignore-not-found")
+
+
+def test_a_restore_from_the_tenant_itself_is_refused() -> None:
+    restore = _live(objects.restore_cron_job(PLAN))
+
+    def kubectl(args: Sequence[str], stdin: str | None) -> str:
+        if args[:2] == ["get", "cronjobs"]:
+            return json.dumps({"items": [restore]})
+        if "jobs" in args:
+            return json.dumps({"items": []})
+        raise AssertionError(f"nothing may be created: {args}")
+
+    args = argparse.Namespace(
+        action="restore",
+        tenant="tenant-a",
+        backup="latest",
+        yes=True,
+        timeout=30.0,
+        from_tenant="tenant-a",
+    )
+    with pytest.raises(backups.BackupsError, match="FROM_TENANT is tenant-a itself"):
+        backups.act(kubectl, args)

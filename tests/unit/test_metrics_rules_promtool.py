@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.metrics import rules, usage
+from components.metrics import backup_alerts, rules, usage
 from tests.support import metrics_scenario as scenario
 
 PROMTOOL = shutil.which("promtool")
@@ -462,7 +462,11 @@ def test_the_central_configuration_with_alertmanagers_passes_promtools_check(
         {"scheme": "http", "static_configs": [{"targets": ["alertmanager.monitoring.svc:9093"]}]},
         {"scheme": "https", "static_configs": [{"targets": ["am.x"]}], "path_prefix": "/p"},
     ]
-    assert [job["job_name"] for job in central["scrape_configs"]] == ["kamaji", scrape.CENTRAL_JOB]
+    assert [job["job_name"] for job in central["scrape_configs"]] == [
+        "kamaji",
+        scrape.CENTRAL_JOB,
+        "backup-state-metrics",
+    ]
     central["rule_files"] = ["rules.yml"]
     (tmp_path / "rules.yml").write_text(data[scrape.RULES_FILE_NAME])
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(central))
@@ -475,7 +479,7 @@ def test_the_central_configuration_with_alertmanagers_passes_promtools_check(
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 17 rules found" in result.stdout
+    assert f"SUCCESS: {17 + len(backup_alerts.ALERTS)} rules found" in result.stdout
 
 
 # ------------------------------------------- the error bounds of a bill (docs/metrics.md)
