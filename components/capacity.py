@@ -36,6 +36,7 @@ from components.backups.objects import BackupPlan, backup_cron_job
 from components.config import PlatformConfig, Tenant
 from components.config.base import RESOURCE_QUANTITY
 from components.management_values import ETCD_RESOURCES, KAMAJI_RESOURCES, DefaultEtcd
+from components.metrics import backup_alerts
 from components.metrics import objects as metrics_objects
 
 # k8s.io/apimachinery v0.35.0 pkg/api/resource/suffix.go:110-133: binary suffixes Ki..Ei, decimal
@@ -218,11 +219,19 @@ def platform_overhead(
     overhead = requests(KAMAJI_RESOURCES).times(kamaji_replicas)
     if default_etcd is not None:
         overhead = overhead + etcd_member().times(default_etcd.members)
-    if platform.metrics.enabled:
+    if platform.metrics.enabled and platform.metrics.prometheus_operator is None:
+        # The platform's own central stack (none with the Prometheus Operator's): Prometheus,
+        # Grafana and the backup alerts' kube-state-metrics.
+        state_metrics = next(
+            m
+            for m in backup_alerts.manifests(metrics_objects.METRICS_NAMESPACE)
+            if m["kind"] == "Deployment"
+        )
         overhead = (
             overhead
             + requests(metrics_objects.PROMETHEUS_RESOURCES)
             + requests(metrics_objects.GRAFANA_RESOURCES)
+            + pod_requests(state_metrics["spec"]["template"]["spec"])
         )
     return overhead
 

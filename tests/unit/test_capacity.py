@@ -4,6 +4,7 @@ the requests the program sets, the allocatable of the schedulable nodes, the ver
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -120,10 +121,11 @@ def test_each_prod_tenant_costs_what_the_program_requests() -> None:
 
 def test_the_platform_overhead_counts_kamaji_the_default_etcd_and_the_central_metrics() -> None:
     platform = _platform("prod")
-    # Two Kamaji (100m / 128 MiB each), Prometheus (100m / 256 MiB), Grafana (50m / 128 MiB).
-    assert capacity.platform_overhead(platform, 2, None) == Resources(350, 640 * MIB)
+    # Two Kamaji (100m / 128 MiB each), Prometheus (100m / 256 MiB), Grafana (50m / 128 MiB),
+    # the backup alerts' kube-state-metrics (10m / 32 MiB).
+    assert capacity.platform_overhead(platform, 2, None) == Resources(360, 672 * MIB)
     etcd = DefaultEtcd(3, "cluster.local", own_release=False)
-    assert capacity.platform_overhead(platform, 2, etcd) == Resources(650, 1408 * MIB)
+    assert capacity.platform_overhead(platform, 2, etcd) == Resources(660, 1440 * MIB)
 
 
 def test_only_schedulable_nodes_count() -> None:
@@ -174,7 +176,7 @@ def test_the_report_lists_every_tenant_the_total_and_what_fits() -> None:
     for tenant in ("team-vision", "team-llm", "team-speech"):
         assert tenant in text
     assert "stack total" in text
-    assert "5125m" in text  # 1875 + 1875 + 1025 + 350
+    assert "5135m" in text  # 1875 + 1875 + 1025 + 360
     assert "more tenants shaped like team-vision: 5 within the headroom, 7 at most" in text
     unknown = capacity.report(cost, None, 20)
     assert unknown[-1].startswith("management cluster: allocatable not known")
@@ -248,4 +250,19 @@ def test_make_capacity_prints_the_table_and_fails_a_stack_that_does_not_fit(
     small.write_text(json.dumps({"items": [_node("2", "4Gi")]}))
     result = _capacity("--stack", "prod", "--nodes", str(small))
     assert result.returncode == 1
-    assert "refused: the stack requests 5125m CPU, 9664 MiB" in result.stdout
+    assert "refused: the stack requests 5135m CPU, 9696 MiB" in result.stdout
+
+
+def test_with_the_prometheus_operator_the_central_stack_costs_nothing() -> None:
+    """metrics.prometheusOperator deploys no Prometheus, Grafana or kube-state-metrics of the
+    platform's (components/metrics/deploy.py): only Kamaji is counted."""
+    raw = copy.deepcopy(load_stack_config("prod")["gpu-platform:platform"])
+    raw["metrics"] = {
+        **raw.get("metrics", {}),
+        "prometheusOperator": {
+            "remoteWriteUrl": "http://prometheus-k8s-0.prometheus-operated.monitoring.svc:9090/api/v1/write"
+        },
+    }
+    raw["metrics"].pop("alertmanagers", None)
+    platform = parse_platform(raw)
+    assert capacity.platform_overhead(platform, 2, None) == Resources(200, 256 * MIB)
