@@ -120,6 +120,7 @@ def test_lab_versions_need_a_kind_image() -> None:
     ):
         parse_platform(raw)
     raw["tenants"][1]["kubernetesVersion"] = "v1.34.3"
+    raw["tenants"][0].pop("kubernetesVersion", None)  # Pulumi.lab.yaml ships tenant-a's own
     platform = parse_platform(raw)
     assert platform.version_of(platform.tenants[1]) == "v1.34.3"
     assert platform.version_of(platform.tenants[0]) == platform.kubernetes_version
