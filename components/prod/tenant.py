@@ -137,12 +137,20 @@ def running_version(spec: Any, status: Any) -> str | None:
     controllers/kamajicontrolplane_controller.go:301; Kamaji sets that once the Deployment is
     ready), else its ``spec.version`` (copied into the TenantControlPlane with a ``v`` prefix,
     controllers/kamajicontrolplane_controller_tcp.go:82-87)."""
-    for value in (
-        status.get("version") if isinstance(status, dict) else None,
-        spec.get("version") if isinstance(spec, dict) else None,
-    ):
-        if isinstance(value, str) and value:
-            return value if value.startswith("v") else f"v{value}"
+    value = status.get("version") if isinstance(status, dict) else None
+    if isinstance(value, str) and value:
+        return value if value.startswith("v") else f"v{value}"
+    return declared_version(spec)
+
+
+def declared_version(spec: Any) -> str | None:
+    """The version a live KamajiControlPlane's spec declares, ``spec.version``: the provider
+    copies it into its TenantControlPlane's spec (v0.20.0
+    controllers/kamajicontrolplane_controller_tcp.go:82-87), which Kamaji's webhook compares an
+    update with (clastix/kamaji 26.8.2-edge internal/webhook/handlers/tcp_version.go:67)."""
+    value = spec.get("version") if isinstance(spec, dict) else None
+    if isinstance(value, str) and value:
+        return value if value.startswith("v") else f"v{value}"
     return None
 
 

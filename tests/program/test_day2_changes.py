@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from components.labels import IDENTITY_READ_SUFFIX
 from tests.support.harness import Recording, evaluate, load_stack_config
 
 PLATFORM = "gpu-platform:platform"
@@ -117,3 +118,60 @@ def test_a_first_deployment_has_nothing_to_compare_against() -> None:
     config = _changed("prod", _set("dataStore.dedicated.replicas", 5))
     preview = evaluate("prod", True, config=config)
     assert preview.error is None, preview.error
+
+
+# ------------------------------------------------------------------ a stuck upgrade's rollback
+
+
+def _stuck(deployed: Recording, control_plane: str, running: str) -> Recording:
+    """``deployed`` with its control plane's upgrade not finished: the live object (its identity
+    read) declares the new version in its spec but still runs ``running``."""
+    stuck = copy.deepcopy(deployed)
+    read = stuck.named(f"{control_plane}{IDENTITY_READ_SUFFIX}")
+    status = read.outputs.setdefault("status", {})
+    if "kubernetesResources" in status:  # a TenantControlPlane (lab)
+        status["kubernetesResources"]["version"] = {"version": running, "status": "Upgrading"}
+    else:  # a KamajiControlPlane (prod): the provider's copy of the TCP's running version
+        status["version"] = running.removeprefix("v")
+    return stuck
+
+
+# stack, tenant, the spec's version (the upgrade asked for), the version still running, the
+# rollback to it, and Kamaji's webhook line cited.
+STUCK = [
+    ("lab", "tenant-b", "v1.35.0", "v1.34.3"),
+    ("prod", "team-llm", "v1.36.3", "v1.35.7"),
+]
+
+
+@pytest.mark.parametrize(("stack", "tenant", "spec", "running"), STUCK, ids=[s for s, *_ in STUCK])
+def test_rolling_back_a_stuck_upgrade_is_refused_at_preview(
+    stack: str, tenant: str, spec: str, running: str
+) -> None:
+    """Kamaji's webhook compares the old spec with the new one (clastix/kamaji 26.8.2-edge
+    internal/webhook/handlers/tcp_version.go:59-96), so going back to the version still running
+    is a downgrade to it and would fail ``up`` at the control plane; the preview says so first,
+    naming the key."""
+    names = [t["name"] for t in load_stack_config(stack)[PLATFORM]["tenants"]]
+    index = names.index(tenant)
+
+    def at(version: str) -> dict[str, Any]:
+        config = copy.deepcopy(load_stack_config(stack))
+        config[PLATFORM]["tenants"][index]["kubernetesVersion"] = version
+        return config
+
+    deployed = evaluate(stack, False, config=at(spec))
+    assert deployed.error is None, deployed.error
+    preview = evaluate(
+        stack, True, config=at(running), prior=_stuck(deployed, f"{tenant}-control-plane", running)
+    )
+    assert preview.error is not None, "a rollback Kamaji's webhook refuses passed the preview"
+    assert preview.run_error, preview.error
+    assert f"tenants[{index}].kubernetesVersion: {running} would downgrade" in preview.error
+    assert f"the control plane's spec, {spec} (it still runs {running}" in preview.error
+    assert f"keep {spec}" in preview.error
+    # The same stuck tenant may keep its spec (the rollout finishes): nothing is refused.
+    kept = evaluate(
+        stack, True, config=at(spec), prior=_stuck(deployed, f"{tenant}-control-plane", running)
+    )
+    assert kept.error is None, kept.error
