@@ -9,14 +9,18 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.k8s_objects import typed_object
+from components.management_values import etcd_defrag_cron_job
 from components.prod.cluster_specs import capi_cluster, infrastructure_cluster, kamaji_control_plane
 from components.prod.machine_specs import CAPI_DELETE_TIMEOUT
 from components.prod.tenant_values import (
     dedicated_etcd_issuer,
     driver_repositories_configmap,
+    etcd_quota_backend_bytes,
     gpu_operator_values,
     kamaji_etcd_values,
 )
+from components.scripts import read_script
 from components.substrate import (
     ControlPlaneParts,
     InsideTenant,
@@ -178,6 +182,21 @@ def _dedicated_datastore(
                 tenant.name, dedicated, cluster_domain=site.platform.existing.cluster_domain
             ),
             site.on_management(depends_on=[namespace, *policies, issuer, *site.management.ready]),
+        )
+        # Its nightly defragmentation (kamaji-etcd ships none), after the release's certificates.
+        typed_object(
+            f"{site.name}-etcd-defrag",
+            etcd_defrag_cron_job(
+                dedicated_etcd_name(tenant.name),
+                site.namespace,
+                replicas=dedicated.replicas,
+                cluster_domain=site.platform.existing.cluster_domain,
+                cert_manager=True,
+                quota_backend_bytes=etcd_quota_backend_bytes(dedicated.storage_size),
+                script=read_script("etcd", "defrag.sh"),
+                labels=site.labels,
+            ),
+            site.on_management(depends_on=[release]),
         )
         return [issuer, release]
     config_key = dedicated.credentials_config_key

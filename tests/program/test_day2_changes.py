@@ -175,3 +175,38 @@ def test_rolling_back_a_stuck_upgrade_is_refused_at_preview(
         stack, True, config=at(spec), prior=_stuck(deployed, f"{tenant}-control-plane", running)
     )
     assert kept.error is None, kept.error
+
+
+# ------------------------------------------------------------ scheduled etcd defragmentation
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_every_kamaji_etcd_release_has_its_defragmentation(
+    stack: str, recordings: Callable[[str, bool], Recording]
+) -> None:
+    """kamaji-etcd v0.17.0 ships no defragmentation (docs/defragmentation.md: a script to run by
+    hand): each of its releases gets a nightly CronJob ``<release>-defrag`` in its namespace,
+    created after the release (whose Secrets it mounts), with the release's members and quota."""
+    recording = recordings(stack, False)
+    releases = {
+        r.inputs["name"]: r
+        for r in recording.of_type("kubernetes:helm.sh/v3:Release")
+        if "kamaji-etcd" in str(r.inputs.get("chart"))
+    }
+    crons = {
+        r.inputs["metadata"]["name"]: r
+        for r in recording.of_type("kubernetes:batch/v1:CronJob")
+        if r.inputs["metadata"]["name"].endswith("-defrag")
+    }
+    assert releases, f"{stack}: no kamaji-etcd release"
+    assert set(crons) == {f"{name}-defrag" for name in releases}
+    for name, release in releases.items():
+        cron = crons[f"{name}-defrag"]
+        assert cron.inputs["metadata"]["namespace"] == release.inputs["namespace"]
+        assert release.urn in recording.dependency_closure(cron)
+        pod = cron.inputs["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+        values = release.inputs["values"]
+        assert len(env["ETCD_ENDPOINTS"].split()) == values["replicas"]
+        assert env["QUOTA_BACKEND_BYTES"] == values.get("quotaBackendBytes", str(8 * 2**30))
+        assert "etcdctl" in pod["containers"][0]["command"][2]
