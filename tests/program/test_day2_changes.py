@@ -11,6 +11,7 @@ served-version gate reads the running version.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -210,3 +211,41 @@ def test_every_kamaji_etcd_release_has_its_defragmentation(
         assert len(env["ETCD_ENDPOINTS"].split()) == values["replicas"]
         assert env["QUOTA_BACKEND_BYTES"] == values.get("quotaBackendBytes", str(8 * 2**30))
         assert "etcdctl" in pod["containers"][0]["command"][2]
+
+
+# ------------------------------------------- the cluster-api-operator's webhooks before providers
+
+
+def test_provider_objects_wait_until_the_operators_webhooks_answer(
+    recordings: Callable[[str, bool], Recording],
+) -> None:
+    """The operator's provider webhooks (failurePolicy Fail, CA from cert-manager's cainjector)
+    are not behind its readiness probe, and pulumi-kubernetes retries a create only on NotFound
+    or NoMatch (v4.32.0 provider/pkg/await/await.go:274): a gate that submits the provider
+    objects themselves by a server-side dry run (wait-ready.sh retries "failed calling webhook")
+    stands between the operator's release and every provider object."""
+    prod = recordings("prod", False)
+    gate = prod.named("management-capi-operator-webhooks")
+    assert gate.type == "command:local:Command"
+    assert "wait-ready" in gate.inputs["create"]
+    closure = prod.dependency_closure(gate)
+    assert prod.named("management-capi-operator").urn in closure
+    providers = [r for r in prod.resources if "operator.cluster.x-k8s.io" in r.type]
+    assert len(providers) == 4
+    env = gate.inputs["environment"]
+    probe = json.loads(env["DRY_RUN_MANIFEST"])
+    assert probe["kind"] == "List"
+    assert {
+        (i["kind"], i["metadata"]["name"], i["metadata"]["namespace"]) for i in probe["items"]
+    } == {
+        (p.inputs["kind"], p.inputs["metadata"]["name"], p.inputs["metadata"]["namespace"])
+        for p in providers
+    }
+    assert set(env["WAIT_CRDS"].split()) == {
+        f"{p.inputs['kind'].lower()}s.operator.cluster.x-k8s.io" for p in providers
+    }
+    for provider in providers:
+        assert gate.urn in prod.dependency_closure(provider), provider.name
+        # its namespace exists before the dry run names it
+        namespace = provider.inputs["metadata"]["namespace"]
+        assert prod.named(f"management-ns-{namespace}").urn in closure
