@@ -1,4 +1,4 @@
-"""What a change of each configuration key does to a running stack (issue 39, docs/configuration.md).
+"""What a change of each configuration key does to a running stack (issue 39).
 
 Every key of the schema (``components.config_reference.reference_rows``) is marked here, and the
 reference table shows the mark beside the key (``tests/unit/test_config_changes.py`` fails on a

@@ -33,7 +33,7 @@ POOL_PARTS = (
     "completer-script",
     "completer",
 )
-WORKER_PARTS = ("var", "node-images", "node-join", "gpu-capacity", "inventory")
+WORKER_PARTS = ("node-images", "node-join", "gpu-capacity", "inventory")
 
 
 def pool_parts(pool: WorkerPool) -> list[str]:

@@ -30,7 +30,7 @@ def tenant_parts(tenant: Tenant) -> list[str]:
     dedicated = tenant.data_store.dedicated
     if dedicated is not None:
         if dedicated.deploys_kamaji_etcd:
-            parts += ["etcd-issuer", "etcd"]
+            parts += ["etcd-issuer", "etcd", "etcd-defrag"]
         else:
             parts += ["datastore-credentials", "datastore"]
     return parts
