@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "2be9a5186939a9081229d2f2eb7eba1cd492e462"
+BASELINE = "fef3462b037eb611423418cd69f355175e3e1de5"
 
 
 def _has_commit(commit: str) -> bool:
