@@ -1,7 +1,8 @@
 """The configuration reference, generated from the pydantic models.
 
 ``python -m components.config_reference`` prints the Markdown table that docs/configuration.md
-carries; ``tests/unit/test_readme.py`` checks that the page's table lists exactly the models' keys.
+carries; ``tests/unit/test_readme.py`` checks that the page's table lists exactly the models' keys,
+each with what a change does to a running stack (``components.config.changes``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic_core import PydanticUndefined
 
 from components.config import PlatformConfig
 from components.config.annotations import is_model, strip
+from components.config.changes import CHANGES
 
 
 def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
@@ -76,15 +78,17 @@ def reference_rows(
 
 def markdown_table() -> str:
     lines = [
-        "| key (under `gpu-platform:platform`) | type | default | meaning |",
-        "|---|---|---|---|",
+        "| key (under `gpu-platform:platform`) | type | default | meaning | on a running stack |",
+        "|---|---|---|---|---|",
     ]
     for path, type_name, default, description in reference_rows():
+        mark, note = CHANGES.get(path, ("(not marked)", ""))
         cells = [
             f"`{path}`",
             type_name.replace("|", "\\|"),
             default.replace("|", "\\|"),
             description,
+            f"**{mark}**: {note}" if note else f"**{mark}**",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

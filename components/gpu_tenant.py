@@ -58,7 +58,7 @@ from components.backups import deploy as backups
 from components.backups.objects import BackupPlan
 from components.config import PlatformConfig, Tenant
 from components.k8s_objects import typed_object
-from components.kubernetes_versions import upgrade_problem
+from components.kubernetes_versions import kamaji_update_problem, upgrade_problem
 from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, IDENTITY_READ_SUFFIX
 from components.management_cluster import ManagementCluster
 from components.metrics import deploy as metrics
@@ -340,9 +340,12 @@ class GpuTenant(pulumi.ComponentResource):
         control-plane object (its identity read, ``_object_identity``): in a preview of an
         update that read returns the deployed object, so a downgrade or a jump of more than one
         minor fails the preview, naming the allowed next versions
-        (``components.kubernetes_versions.upgrade_problem``). On a first deployment the read is
-        skipped (no ID yet) and there is nothing to check; in ``up`` it follows the control
-        plane's update and sees the new version, so the check is the preview's.
+        (``components.kubernetes_versions.upgrade_problem``); so does a version Kamaji's webhook
+        will refuse against the spec the object declares, such as going back to the running
+        version while an upgrade has not finished (``kamaji_update_problem``). On a first
+        deployment the read is skipped (no ID yet) and there is nothing to check; in ``up`` it
+        follows the control plane's update and sees the new version, so the check is the
+        preview's.
 
         The same read carries the datastore shape the tenant was deployed with
         (``tenant_specs.DATASTORE_SHAPE_ANNOTATION``): a change of a key fixed at creation fails
@@ -373,6 +376,13 @@ class GpuTenant(pulumi.ComponentResource):
                     "follow once the tenant API serves it",
                     resource=self,
                 )
+            # Kamaji's webhook judges the spec, not the running version: after an upgrade that
+            # never finished, going back to the running version is a downgrade to it.
+            declared = substrate.declared_control_plane_version(parts[0])
+            if declared is not None and declared != wanted:
+                problem = kamaji_update_problem(declared, wanted, previous)
+                if problem is not None:
+                    raise pulumi.RunError(f"{key}: {problem}")
             return wanted
 
         expected: pulumi.Output[str] = (

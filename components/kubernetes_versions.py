@@ -161,6 +161,36 @@ def upgrade_problem(previous: str, wanted: str, allowed: Sequence[str]) -> str |
     )
 
 
+def kamaji_update_problem(declared: str, wanted: str, running: str | None) -> str | None:
+    """Why Kamaji's version webhook will refuse moving a control plane whose spec declares
+    ``declared`` (running ``running``, None when unknown) to ``wanted``, with what to do instead;
+    None when it accepts.
+
+    The webhook judges the old *spec* against the new one, both with the patch zeroed, not the
+    version running (clastix/kamaji 26.8.2-edge internal/webhook/handlers/tcp_version.go:59-96:
+    ``:67-79`` parse and zero the patches, ``:89-90`` refuse a lower minor, ``:91-92`` a jump of
+    more than one). So after an upgrade that never finished (spec v1.35, still running v1.34),
+    going back to the running v1.34 is a downgrade to the webhook; ``upgrade_problem`` alone,
+    comparing with the running version, would let that pass the preview."""
+    old, new = Version.parse(declared), Version.parse(wanted)
+    stuck = running is not None and running != declared
+    spec = f"the control plane's spec, {declared}" + (
+        f" (it still runs {running}: that upgrade has not finished)" if stuck else ""
+    )
+    if new.minor < old.minor:
+        return (
+            f"{wanted} would downgrade {spec}, and Kamaji's webhook refuses a lower minor than "
+            f"the spec's (tcp_version.go:89-90): keep {declared} and let its rollout finish "
+            "(docs/configuration.md, kubernetesVersion)"
+        )
+    if new.minor - old.minor > 1:
+        return (
+            f"{wanted} is {new.minor - old.minor} minors above {spec}; Kamaji's webhook moves "
+            f"the spec one minor at a time (tcp_version.go:91-92): pick v1.{old.minor + 1}"
+        )
+    return None
+
+
 def worker_skew_problem(control_plane: str, worker: str) -> str | None:
     """Why workers at ``worker`` may not join a control plane at ``control_plane``: a kubelet
     must not be newer than the API server, nor more than three minors older (Kubernetes'

@@ -29,6 +29,7 @@ import pulumi_kubernetes as k8s
 
 from components import capacity, chart_cache
 from components.config import PlatformConfig
+from components.k8s_objects import typed_object
 from components.management_values import (
     CERT_MANAGER_NAMESPACE,
     CERT_MANAGER_RELEASE,
@@ -41,12 +42,14 @@ from components.management_values import (
     default_etcd_budget,
     default_etcd_datastore,
     default_etcd_values,
+    etcd_defrag_cron_job,
     kamaji_budget,
     kamaji_gate_env,
     kamaji_values,
     management_versions,
 )
 from components.metrics import deploy as metrics
+from components.scripts import read_script
 from components.substrate import ClusterAccess, ManagementSite, Substrate
 from components.versions import PINNED
 
@@ -186,6 +189,22 @@ class ManagementCluster(pulumi.ComponentResource):
             if own_etcd is not None
             else []
         )
+        if default_etcd is not None:
+            # Its nightly defragmentation (kamaji-etcd ships none): beside the release, own or
+            # Kamaji's bundled one (whose certificates cert-manager issues).
+            typed_object(
+                f"{name}-etcd-defrag",
+                etcd_defrag_cron_job(
+                    KAMAJI_ETCD_NAME,
+                    KAMAJI_NAMESPACE,
+                    replicas=default_etcd.members,
+                    cluster_domain=default_etcd.cluster_domain,
+                    cert_manager=not default_etcd.own_release,
+                    quota_backend_bytes=None,
+                    script=read_script("etcd", "defrag.sh"),
+                ),
+                site.k8s_opts([*(etcd_release or [kamaji])]),
+            )
         kamaji_ready = site.gate(
             "kamaji-ready",
             kamaji_gate_env(platform.kubernetes_version, with_etcd=default_etcd is not None),

@@ -263,6 +263,118 @@ def kamaji_etcd_values(
     return values
 
 
+# The chart's own space quota (values.yaml:64-65), where the program sets none (the default etcd).
+KAMAJI_ETCD_DEFAULT_QUOTA_BYTES = 8 * 2**30
+# Scheduled defragmentation (``etcd_defrag_cron_job``): nightly, off the hour; a member is worth it
+# with 200 MiB free in its file or a file at 80 % of the quota (kamaji-etcd v0.17.0
+# scripts/defrag.sh:58-59, etcd-defrag's --defrag-rule).
+ETCD_DEFRAG_SCHEDULE = "37 3 * * *"
+ETCD_DEFRAG_FREEABLE_BYTES = 200 * 2**20
+ETCD_DEFRAG_QUOTA_PERCENT = 80
+# The user the chart's etcd-setup Job runs as (templates/etcd_job_preinstall_2.yaml:65-68).
+_ETCD_JOB_USER = 1000
+
+
+def etcd_defrag_cron_job(
+    name: str,
+    namespace: str,
+    *,
+    replicas: int,
+    cluster_domain: str,
+    cert_manager: bool,
+    quota_backend_bytes: int | None,
+    script: str,
+    labels: Mapping[str, str] | None = None,
+) -> Values:
+    """A CronJob ``<name>-defrag`` beside the kamaji-etcd release ``name`` that defragments it
+    member by member (``scripts/etcd/defrag.sh``, passed as ``script``), the way the chart's
+    docs ask and its ``scripts/defrag.sh`` does by hand: kamaji-etcd v0.17.0 ships no
+    defragmentation of its own (no CronJob template or value: docs/defragmentation.md,
+    scripts/defrag.sh), while its history compaction (values.yaml:55-59) only frees pages inside
+    the file, and a file at the quota raises etcd's NOSPACE alarm (read and delete only).
+
+    It talks to etcd as the chart's own post-install Job does (templates/etcd_job_preinstall_2.
+    yaml:31-87): the root client certificate (Defragment needs an admin) and the CA, from
+    ``<name>-client-certs`` and ``<name>-server-certs`` with cert-manager, else from the chart's
+    jobs' ``<name>-root-client-certs`` and ``<name>-certs`` (templates/_helpers.tpl:93-95,
+    111-140, 165-167), mounted at the same paths, with the etcd image those jobs run
+    (``PINNED.backup_etcd_image``). ``quota_backend_bytes``: the release's quota, None for the
+    chart's 8 GiB."""
+    endpoints = [
+        f"https://{name}-{member}.{name}.{namespace}.svc.{cluster_domain}:{KAMAJI_ETCD_CLIENT_PORT}"
+        for member in range(replicas)
+    ]
+    root, ca = (
+        (f"{name}-client-certs", f"{name}-server-certs")
+        if cert_manager
+        else (f"{name}-root-client-certs", f"{name}-certs")
+    )
+    quota = (
+        quota_backend_bytes if quota_backend_bytes is not None else KAMAJI_ETCD_DEFAULT_QUOTA_BYTES
+    )
+    env = {
+        "ETCD_ENDPOINTS": " ".join(endpoints),
+        "QUOTA_BACKEND_BYTES": str(quota),
+        "DEFRAG_FREEABLE_BYTES": str(ETCD_DEFRAG_FREEABLE_BYTES),
+        "DEFRAG_QUOTA_PERCENT": str(ETCD_DEFRAG_QUOTA_PERCENT),
+        "ETCDCTL_CACERT": "/opt/certs/ca/ca.crt",
+        "ETCDCTL_CERT": "/opt/certs/root-certs/tls.crt",
+        "ETCDCTL_KEY": "/opt/certs/root-certs/tls.key",
+    }
+    container: Values = {
+        "name": "defrag",
+        "image": PINNED.backup_etcd_image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["bash", "-c", script, "etcd-defrag"],
+        "env": [{"name": key, "value": value} for key, value in env.items()],
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": _ETCD_JOB_USER,
+            "runAsGroup": _ETCD_JOB_USER,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [
+            {"name": "root-certs", "mountPath": "/opt/certs/root-certs", "readOnly": True},
+            {"name": "ca", "mountPath": "/opt/certs/ca", "readOnly": True},
+        ],
+    }
+    pod: Values = {
+        "metadata": {"labels": dict(labels or {})},
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "securityContext": {"runAsNonRoot": True, "fsGroup": _ETCD_JOB_USER},
+            "containers": [container],
+            "volumes": [
+                {"name": "root-certs", "secret": {"secretName": root}},
+                {"name": "ca", "secret": {"secretName": ca}},
+            ],
+        },
+    }
+    manifest = api_object(
+        "batch/v1",
+        "CronJob",
+        f"{name}-defrag",
+        namespace,
+        {
+            "schedule": ETCD_DEFRAG_SCHEDULE,
+            "concurrencyPolicy": "Forbid",
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {
+                "spec": {"backoffLimit": 1, "activeDeadlineSeconds": 3600, "template": pod}
+            },
+        },
+    )
+    if labels:
+        manifest["metadata"]["labels"] = dict(labels)
+    return manifest
+
+
 def default_etcd_values(cluster_domain: str, members: int) -> Values:
     """The management cluster's default etcd (``KAMAJI_ETCD_NAME``, Kamaji's own name for it)
     of ``members`` members, installed beside cert-manager: without its DataStore, which needs

@@ -559,6 +559,11 @@ class Substrate(Protocol):
         read back: its ``spec`` and ``status``) runs now, or None when it has none yet."""
         ...
 
+    def declared_control_plane_version(self, spec: Any) -> str | None:
+        """The version the live control-plane object's ``spec`` declares (what Kamaji's webhook
+        compares an update with, ``kubernetes_versions.kamaji_update_problem``), or None."""
+        ...
+
     def before_hami(self, inside: InsideTenant, calico: pulumi.Resource) -> list[pulumi.Resource]:
         """What the environment adds inside a tenant before HAMi, which waits for it."""
         ...

@@ -136,12 +136,13 @@ def controller_images(kubernetes_version: str, calico_version: str) -> list[LabI
 
 def derive(
     placed: Iterable[tuple[str, Mapping[str, Any]]],
-    kubernetes_version: str,
+    kubernetes_versions: Iterable[str],
     calico_version: str,
 ) -> list[LabImage]:
     """Every image of ``placed`` — (cluster, object) pairs, the cluster ``MANAGEMENT`` or a
-    tenant's name — plus the controllers' own, one entry per (cluster kind, image): a tenant
-    image counts once for every tenant, on every node if any tenant runs it everywhere."""
+    tenant's name — plus the controllers' own at each of ``kubernetes_versions`` (every
+    tenant's), one entry per (cluster kind, image): a tenant image counts once for every tenant,
+    on every node if any tenant runs it everywhere."""
     found: dict[tuple[str, str], LabImage] = {}
 
     def add(entry: LabImage) -> None:
@@ -155,8 +156,9 @@ def derive(
         every = obj.get("kind") in EVERY_NODE_KINDS
         for image in pod_images(obj):
             add(LabImage(kind_of, image, every))
-    for entry in controller_images(kubernetes_version, calico_version):
-        add(entry)
+    for version in sorted(set(kubernetes_versions)):
+        for entry in controller_images(version, calico_version):
+            add(entry)
     return sorted(found.values())
 
 

@@ -43,7 +43,7 @@ COMPLETER_PARTS = (
     "completer-script",
     "completer",
 )
-WORKER_PARTS = ("var", "node-images", "node-join", "inventory")
+WORKER_PARTS = ("node-images", "node-join", "inventory")
 HAMI_WORKER_PARTS = ("gpu-capacity",)
 
 

@@ -143,6 +143,9 @@ class LabSubstrate:
     def running_control_plane_version(self, spec: Any, status: Any) -> str | None:
         return lab_tenant.running_version(spec, status)
 
+    def declared_control_plane_version(self, spec: Any) -> str | None:
+        return lab_tenant.declared_version(spec)
+
     def before_hami(self, inside: InsideTenant, calico: pulumi.Resource) -> list[pulumi.Resource]:
         # HAMi's certificate hook Job and scheduler reach the API through its ClusterIP.
         return [lab_tenant.lab_kube_proxy(inside)]

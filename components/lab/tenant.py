@@ -91,7 +91,14 @@ def running_version(spec: Any, status: Any) -> str | None:
     (clastix/kamaji 26.8.2-edge internal/resources/k8s_deployment_resource.go:104-109), else —
     a control plane that never became ready — its ``spec.kubernetes.version``."""
     running = _at(status, "kubernetesResources", "version", "version")
-    return running or _at(spec, "kubernetes", "version")
+    return running or declared_version(spec)
+
+
+def declared_version(spec: Any) -> str | None:
+    """The version a live TenantControlPlane's spec declares, ``spec.kubernetes.version``: what
+    Kamaji's webhook compares an update with (26.8.2-edge
+    internal/webhook/handlers/tcp_version.go:67)."""
+    return _at(spec, "kubernetes", "version")
 
 
 def _at(value: Any, *path: str) -> str | None:

@@ -29,8 +29,8 @@ from components.gpu_inventory import (
 from components.k8s_objects import typed_object
 from components.lab import docker_host, lab_images, registry_cache
 from components.lab.completer.manifests import completer_manifests, completer_script, node_state
-from components.lab.node_container import var_volume_name, worker_container_spec
-from components.labels import HAMI_NODE_REGISTER, LAB_ONLY_LABEL, POOL_LABEL, TENANT_LABEL
+from components.lab.node_container import worker_container_spec
+from components.labels import HAMI_NODE_REGISTER
 from components.resource_names import worker_node_names
 from components.scripts import read_script
 from components.substrate import NOTHING_TO_DELETE, PoolParts, PoolSite
@@ -143,16 +143,6 @@ def lab_workers(site: PoolSite) -> PoolParts:
         for node in names
     }
     for index, node in enumerate(names):
-        volume = docker.Volume(
-            f"{name}-{index}-var",
-            name=var_volume_name(node),
-            labels=[
-                docker.VolumeLabelArgs(label=TENANT_LABEL, value=tenant_name),
-                docker.VolumeLabelArgs(label=POOL_LABEL, value=pool.name),
-                docker.VolumeLabelArgs(label=LAB_ONLY_LABEL, value="true"),
-            ],
-            opts=site.opts(delete_before_replace=True),
-        )
         spec = worker_container_spec(tenant_name, pool.name, node, host)
         devices = [docker.ContainerDeviceArgs(**d) for d in spec.pop("devices", [])]
         container = docker.Container(
@@ -169,7 +159,7 @@ def lab_workers(site: PoolSite) -> PoolParts:
             # come up (its join waits for the tenant's kubeconfig). On an upgrade it is replaced
             # only after the pool's version gate, and after the previous worker of the pool.
             opts=site.opts(
-                depends_on=[volume, *after_control_plane, *previous], delete_before_replace=True
+                depends_on=[*after_control_plane, *previous], delete_before_replace=True
             ),
         )
         # Pull through the caches, and pull the tenant's images ahead, before the join.

@@ -117,6 +117,31 @@ def readiness_probe_capi(infrastructure: str) -> Values:
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
+def capi_operator_gate_env(providers: Sequence[CapiProvider]) -> dict[str, str]:
+    """The cluster-api-operator's webhooks serving, before any provider object is created: the
+    provider CRDs established, and the provider objects themselves (without their config Secret,
+    which may not exist yet) through a server-side dry run.
+
+    The operator's mutating and validating webhooks for every provider kind have
+    ``failurePolicy: Fail`` and get their CA from cert-manager's cainjector
+    (``cert-manager.io/inject-ca-from``, the v0.28.0 chart's templates/operator-components.yaml),
+    and its readiness probe is a plain ping (cluster-api-operator v0.28.0 cmd/main.go:221-224),
+    so the Helm release is ready before a webhook can be called. pulumi-kubernetes retries a
+    create only on NotFound or NoMatch (v4.32.0 provider/pkg/await/await.go:274,
+    provider/pkg/retry/retry.go:61-80): a late CA injection ("failed calling webhook ... x509")
+    failed the first ``up``. ``wait-ready.sh`` retries exactly that answer until the webhooks
+    answer (accept, or deny: then the create fails with the webhook's reason)."""
+    return gate_env(
+        crds=sorted({p.resource for p in providers}),
+        dry_run_manifest={
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [p.manifest() for p in providers],
+        },
+        timeout_seconds=900,
+    )
+
+
 def capi_gate_env(providers: Sequence[CapiProvider]) -> dict[str, str]:
     """Cluster API serving: every provider object Ready (the operator installed it and its
     deployment is available), the CRDs tenants and worker pools create (Cluster,

@@ -19,6 +19,7 @@ from components.prod.cluster_api_values import (
     CAPI_OPERATOR_RELEASE,
     capi_config_secret_name,
     capi_gate_env,
+    capi_operator_gate_env,
     capi_operator_values,
 )
 from components.substrate import ClusterAccess, ManagementSite
@@ -64,11 +65,19 @@ def cluster_api(
     token: pulumi.Output[str] | None = None
     if token_key is not None:
         token = pulumi.Output.secret(pulumi.Config().require_secret(token_key))
+    namespaces = {spec.name: site.namespace(spec.namespace) for spec in providers}
+    # The operator's webhooks answer (their CA injected) before any provider object goes
+    # through them: the dry run needs the providers' namespaces.
+    webhooks = site.gate(
+        "capi-operator-webhooks",
+        capi_operator_gate_env(providers),
+        [operator, *namespaces.values()],
+    )
     provider_objects: list[pulumi.Resource] = []
     for spec in providers:
-        namespace = site.namespace(spec.namespace)
+        namespace = namespaces[spec.name]
         # The Kamaji control-plane provider reconciles TenantControlPlanes: Kamaji first.
-        after: list[pulumi.Resource] = [operator, namespace]
+        after: list[pulumi.Resource] = [operator, webhooks, namespace]
         if spec.kind == "ControlPlaneProvider":
             after.append(kamaji_ready)
         secret_name: pulumi.Output[str] | None = None

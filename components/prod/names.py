@@ -34,7 +34,7 @@ def tenant_parts(tenant: Tenant) -> list[str]:
     dedicated = tenant.data_store.dedicated
     if dedicated is not None:
         if dedicated.deploys_kamaji_etcd:
-            parts += ["etcd-issuer", "etcd"]
+            parts += ["etcd-issuer", "etcd", "etcd-defrag"]
             if availability.max_unavailable(dedicated.replicas, quorum=True) is not None:
                 parts.append(ETCD_BUDGET_PART)
         else:

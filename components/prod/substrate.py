@@ -142,6 +142,9 @@ class ProdSubstrate:
     def running_control_plane_version(self, spec: Any, status: Any) -> str | None:
         return prod_tenant.running_version(spec, status)
 
+    def declared_control_plane_version(self, spec: Any) -> str | None:
+        return prod_tenant.declared_version(spec)
+
     def before_hami(self, inside: InsideTenant, calico: pulumi.Resource) -> list[pulumi.Resource]:
         return [prod_tenant.gpu_operator(inside, calico)]
 

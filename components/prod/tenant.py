@@ -10,15 +10,19 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.availability import etcd_budget
+from components.k8s_objects import typed_object
+from components.management_values import etcd_defrag_cron_job
 from components.prod.cluster_specs import capi_cluster, infrastructure_cluster, kamaji_control_plane
 from components.prod.machine_specs import CAPI_DELETE_TIMEOUT
 from components.prod.names import ETCD_BUDGET_PART
 from components.prod.tenant_values import (
     dedicated_etcd_issuer,
     driver_repositories_configmap,
+    etcd_quota_backend_bytes,
     gpu_operator_values,
     kamaji_etcd_values,
 )
+from components.scripts import read_script
 from components.substrate import (
     ControlPlaneParts,
     InsideTenant,
@@ -139,12 +143,20 @@ def running_version(spec: Any, status: Any) -> str | None:
     controllers/kamajicontrolplane_controller.go:301; Kamaji sets that once the Deployment is
     ready), else its ``spec.version`` (copied into the TenantControlPlane with a ``v`` prefix,
     controllers/kamajicontrolplane_controller_tcp.go:82-87)."""
-    for value in (
-        status.get("version") if isinstance(status, dict) else None,
-        spec.get("version") if isinstance(spec, dict) else None,
-    ):
-        if isinstance(value, str) and value:
-            return value if value.startswith("v") else f"v{value}"
+    value = status.get("version") if isinstance(status, dict) else None
+    if isinstance(value, str) and value:
+        return value if value.startswith("v") else f"v{value}"
+    return declared_version(spec)
+
+
+def declared_version(spec: Any) -> str | None:
+    """The version a live KamajiControlPlane's spec declares, ``spec.version``: the provider
+    copies it into its TenantControlPlane's spec (v0.20.0
+    controllers/kamajicontrolplane_controller_tcp.go:82-87), which Kamaji's webhook compares an
+    update with (clastix/kamaji 26.8.2-edge internal/webhook/handlers/tcp_version.go:67)."""
+    value = spec.get("version") if isinstance(spec, dict) else None
+    if isinstance(value, str) and value:
+        return value if value.startswith("v") else f"v{value}"
     return None
 
 
@@ -185,6 +197,21 @@ def _dedicated_datastore(
                 spec=budget["spec"],
                 opts=site.on_management(depends_on=[namespace]),
             )
+        # Its nightly defragmentation (kamaji-etcd ships none), after the release's certificates.
+        typed_object(
+            f"{site.name}-etcd-defrag",
+            etcd_defrag_cron_job(
+                dedicated_etcd_name(tenant.name),
+                site.namespace,
+                replicas=dedicated.replicas,
+                cluster_domain=site.platform.existing.cluster_domain,
+                cert_manager=True,
+                quota_backend_bytes=etcd_quota_backend_bytes(dedicated.storage_size),
+                script=read_script("etcd", "defrag.sh"),
+                labels=site.labels,
+            ),
+            site.on_management(depends_on=[release]),
+        )
         return [issuer, release]
     config_key = dedicated.credentials_config_key
     if config_key is None:  # enforced by DedicatedDataStore

@@ -58,6 +58,28 @@ def choose_upgrade(
     return None
 
 
+class NoUpgradeToDrillError(AssertionError):
+    """The deployed stack gives the drill nothing to do: a failure, not a skip, since the lab
+    stack file ships a tenant one minor behind for it."""
+
+
+def plan_or_fail(
+    platform: PlatformConfig, allowed: Sequence[str], preferred: str | None
+) -> UpgradePlan:
+    """``choose_upgrade``, or a failure saying why there is nothing to upgrade and how to get a
+    stack that has: ``Pulumi.lab.yaml`` ships tenant-a at v1.34.3, one minor below kind v0.31.0's
+    newest image, and a drill that ran leaves it at v1.35.0 (``pulumi config set``)."""
+    plan = choose_upgrade(platform, allowed, preferred)
+    if plan is not None:
+        return plan
+    versions = ", ".join(f"{t.name} {platform.version_of(t)}" for t in platform.tenants)
+    raise NoUpgradeToDrillError(
+        f"no tenant can move to a later version of {', '.join(allowed)} ({versions}), or there "
+        "is no second tenant to watch: deploy the lab as Pulumi.lab.yaml ships it (tenant-a one "
+        "minor behind; after a drill, `git checkout Pulumi.lab.yaml`, make destroy, make lab)"
+    )
+
+
 @dataclass
 class Sample:
     at: float

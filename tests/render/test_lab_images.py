@@ -12,7 +12,7 @@ from components.lab import lab_images
 from components.versions import PINNED
 from tests.render.conftest import platform_block
 from tests.support.harness import REPO_ROOT
-from tests.support.lab_images import derived
+from tests.support.lab_images import derived, tenant_versions
 from tests.support.rendered_stack import RenderedStack
 
 
@@ -52,9 +52,23 @@ def test_an_image_from_a_new_registry_is_caught(
     changed["spec"]["template"]["spec"]["containers"][0]["image"] = "ghcr.io/example/new:1.0"
     placed = [(p.cluster.name, p.obj) for p in stack.objects] + [(workload.cluster.name, changed)]
     images = lab_images.derive(
-        placed, str(platform_block("lab")["kubernetesVersion"]), PINNED.tigera_operator.version
+        placed, tenant_versions(platform_block("lab")), PINNED.tigera_operator.version
     )
     assert lab_images.to_json(images) != lab_images.PINS_FILE.read_text()
     assert set(lab_images.registries(images)) - set(lab_images.registries(lab_images.pinned())) == {
         "ghcr.io"
     }
+
+
+def test_every_tenant_version_has_its_control_plane_images_listed() -> None:
+    """A tenant at its own version (Pulumi.lab.yaml ships tenant-a one minor behind for the
+    upgrade drill) needs Kamaji's control-plane and Konnectivity images at that version in the
+    caches too, not only the platform version's."""
+    versions = set(tenant_versions(platform_block("lab")))
+    assert len(versions) > 1, "the lab ships no tenant at another version (TC-19 cannot run)"
+    listed = {e.image for e in lab_images.pinned()}
+    for version in versions:
+        minor = version.split(".")[1]
+        for name in (*lab_images.CONTROL_PLANE_IMAGES, "kube-proxy"):
+            assert f"registry.k8s.io/{name}:{version}" in listed
+        assert f"registry.k8s.io/kas-network-proxy/proxy-agent:v0.{minor}.0" in listed

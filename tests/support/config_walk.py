@@ -31,7 +31,11 @@ def rich_base(stack: str) -> dict[str, Any]:
     """The shipped ``stack`` with the optional sections it leaves out written in, all valid."""
     raw = copy.deepcopy(load_stack_config(stack)[PLATFORM_KEY])
     if stack == "lab":
+        # One worker image serves every tenant, so every tenant runs the platform's version
+        # (Pulumi.lab.yaml ships tenant-a one minor behind, for the upgrade drill).
         raw["workerImage"] = f"kindest/node:{raw['kubernetesVersion']}"
+        for tenant in raw["tenants"]:
+            tenant.pop("kubernetesVersion", None)
         raw["hami"].update(gpuSchedulerPolicy="spread", nodeSchedulerPolicy="binpack")
         raw["management"]["kind"].update(
             nodeImage="kindest/node:v1.35.0",

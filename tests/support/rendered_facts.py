@@ -176,10 +176,18 @@ def scheduler_version(stack: RenderedStack, platform: Platform) -> list[str]:
             problems.append(f"{cluster.name}: HAMi renders no {HAMI_SCHEDULER_DEPLOYMENT}")
             continue
         images = [c["image"] for c in containers(deployment) if "kube-scheduler" in c["image"]]
-        if len(images) != 1 or image_tag(images[0]) != platform["kubernetesVersion"]:
+        wanted = next(
+            (
+                t.get("kubernetesVersion")
+                for t in platform.get("tenants") or []
+                if t.get("name") == cluster.name and t.get("kubernetesVersion")
+            ),
+            platform["kubernetesVersion"],
+        )
+        if len(images) != 1 or image_tag(images[0]) != wanted:
             problems.append(
                 f"{cluster.name}: hami-scheduler's kube-scheduler image is {images}, not tag "
-                f"{platform['kubernetesVersion']}"
+                f"{wanted}"
             )
     return problems
 

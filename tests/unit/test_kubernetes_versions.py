@@ -120,6 +120,7 @@ def test_lab_versions_need_a_kind_image() -> None:
     ):
         parse_platform(raw)
     raw["tenants"][1]["kubernetesVersion"] = "v1.34.3"
+    raw["tenants"][0].pop("kubernetesVersion", None)  # Pulumi.lab.yaml ships tenant-a's own
     platform = parse_platform(raw)
     assert platform.version_of(platform.tenants[1]) == "v1.34.3"
     assert platform.version_of(platform.tenants[0]) == platform.kubernetes_version
@@ -154,3 +155,19 @@ def test_a_prod_machine_image_of_another_version_is_named() -> None:
         image_version_mismatch({"image": {"url": "http://images.example/u.qcow2"}}, "v1.36.3")
         is None
     )
+
+
+def test_kamajis_webhook_judges_the_spec_minor_not_the_running_version() -> None:
+    """clastix/kamaji 26.8.2-edge internal/webhook/handlers/tcp_version.go:59-96: patches zeroed,
+    a lower minor or a jump of more than one refused, against the old spec."""
+    # A stuck upgrade (spec v1.35.0, running v1.34.3): back to the running version is refused.
+    stuck = kv.kamaji_update_problem("v1.35.0", "v1.34.3", "v1.34.3")
+    assert stuck is not None
+    assert "would downgrade the control plane's spec, v1.35.0 (it still runs v1.34.3" in stuck
+    assert "keep v1.35.0" in stuck
+    # Patches do not count, either way; one minor up is fine; two are not.
+    assert kv.kamaji_update_problem("v1.35.7", "v1.35.0", "v1.35.0") is None
+    assert kv.kamaji_update_problem("v1.35.0", "v1.36.3", "v1.35.0") is None
+    jump = kv.kamaji_update_problem("v1.34.3", "v1.36.0", None)
+    assert jump is not None
+    assert "2 minors above the control plane's spec, v1.34.3;" in jump

@@ -99,7 +99,7 @@ def test_derive_counts_a_daemonset_image_on_every_node_and_adds_the_controllers(
         ("tenant-b", daemonset),
         ("management", crd_default),
     ]
-    images = lab_images.derive(placed, "v1.35.0", "v3.32.1")
+    images = lab_images.derive(placed, ["v1.35.0"], "v3.32.1")
     assert LabImage("management", "quay.io/a/b:1") in images
     assert LabImage("tenant", "quay.io/a/b:1", every_node=True) in images
     assert LabImage("tenant", "ghcr.io/i/init:2", every_node=True) in images

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from components.kubernetes_versions import kind_versions, released_versions
 from components.stack import parse_platform
-from tests.acceptance.upgrade_drill import Sample, choose_upgrade, gpu_pods, next_version, phases
+from tests.acceptance.upgrade_drill import (
+    NoUpgradeToDrillError,
+    Sample,
+    choose_upgrade,
+    gpu_pods,
+    next_version,
+    phases,
+    plan_or_fail,
+)
 from tests.support.harness import load_stack_config
 
 
@@ -29,15 +39,29 @@ def test_the_tc04_tenant_is_upgraded_and_another_watched() -> None:
         "v1.35.0",
         "tenant-b",
     )
-    # The shipped lab runs the newest kind image everywhere: nothing to upgrade to.
-    assert (
-        choose_upgrade(
-            parse_platform(load_stack_config("lab")["gpu-platform:platform"]),
-            kind_versions(),
-            "tenant-a",
-        )
-        is None
+
+
+def test_the_shipped_lab_gives_the_drill_an_upgrade() -> None:
+    """TC-19 runs on the lab as Pulumi.lab.yaml ships it: tenant-a (the one TC-04 runs on) one
+    minor behind, at a version kind v0.31.0 publishes, moves to the next while tenant-b is
+    watched."""
+    platform = parse_platform(load_stack_config("lab")["gpu-platform:platform"])
+    plan = plan_or_fail(platform, kind_versions(), preferred="tenant-a")
+    assert (plan.tenant, plan.previous, plan.target, plan.watched) == (
+        "tenant-a",
+        "v1.34.3",
+        "v1.35.0",
+        "tenant-b",
     )
+    assert plan.previous in kind_versions()
+
+
+def test_a_lab_with_nothing_to_upgrade_fails_the_drill() -> None:
+    """After a drill (or with every tenant at kind's newest image) TC-19 fails, not skips."""
+    raw = dict(load_stack_config("lab")["gpu-platform:platform"])
+    raw["tenants"] = [{**t, "kubernetesVersion": "v1.35.0"} for t in raw["tenants"]]
+    with pytest.raises(NoUpgradeToDrillError, match=r"tenant-a v1\.35\.0, tenant-b v1\.35\.0"):
+        plan_or_fail(parse_platform(raw), kind_versions(), "tenant-a")
 
 
 def _pod(uid: str, phase: str, restarts: int, gpu: bool = True) -> dict[str, Any]:
