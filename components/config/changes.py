@@ -114,6 +114,26 @@ CHANGES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "metrics.retention": (CHANGEABLE, "the central Prometheus restarts with it"),
         "metrics.scrapeInterval": (CHANGEABLE, "every tenant's agent"),
         "metrics.alertmanagers": (CHANGEABLE, "the central Prometheus' configuration"),
+        "metrics.prometheusOperator": (
+            WITH_CARE,
+            "switching to it deletes the platform's Prometheus, Grafana and their samples; "
+            "switching back creates them empty",
+        ),
+        "metrics.prometheusOperator.remoteWriteUrl": (
+            WITH_CARE,
+            "every agent writes there from then on; the old server keeps what it has, so a bill "
+            "across the switch reads both",
+        ),
+        "metrics.prometheusOperator.labels": (
+            WITH_CARE,
+            "the operator's rule and scrape-config selectors must still match them, or its "
+            "Prometheus drops the rules",
+        ),
+        "capacity": (CHANGEABLE, "see its keys"),
+        "capacity.headroomPercent": (
+            CHANGEABLE,
+            "only where the preview warns: nothing deployed changes",
+        ),
         "metrics.storageSize": (
             FIXED,
             "a claim's size grows only where its StorageClass allows expansion",
@@ -133,6 +153,11 @@ CHANGES: Mapping[str, tuple[str, str]] = MappingProxyType(
         ),
         "tenants": (WITH_CARE, "adding one is safe; removing one deletes it and its data"),
         "tenants[].name": (FIXED, _TENANT_ID),
+        "tenants[].gpuSharing": (
+            WITH_CARE,
+            "swaps HAMi's device plugin and the DRA driver and re-creates every declared workload "
+            "on the other path; running GPU pods of the old path lose their cards",
+        ),
         "tenants[].kubernetesVersion": (
             WITH_CARE,
             "an upgrade: one minor at a time, no downgrade (checked at preview)",

@@ -457,6 +457,8 @@ NOT_PREVIEWED = {
     "one's endpoints (the same DataStore object) are previewed",
     "tenants[].workloads[].gpu.memoryPercentage": "excludes memoryMiB on the same workload, "
     "whose change (the same container limit) is previewed",
+    "capacity.headroomPercent": "deploys nothing: it only moves where the preview warns "
+    "(tests/program/test_capacity_check.py previews both sides of it)",
 }
 # What the changes above also change, by design: the lab pool's second worker (created) and
 # what lists the pool's nodes, and what carries a hash of a changed configuration.
@@ -472,6 +474,9 @@ ALSO_CHANGED = {
         "tenant-a-a100-completer-script",
         "tenant-a-a100-completer",
         "tenant-a-restore",  # the backup's retention is the restore template's too
+        # controlPlane.replicas 1 -> 2: a replicated control plane gets its disruption budget
+        # (components/availability.py).
+        "tenant-a-control-plane-budget",
         "tenant-b-metrics-agent-config",
         "tenant-a-metrics-agent",
         "tenant-b-metrics-agent",

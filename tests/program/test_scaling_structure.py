@@ -37,7 +37,20 @@ def test_every_tenant_adds_the_same_resources(scaled: dict[int, Recording]) -> N
     tenants = small.of_type("gpu-platform:index:GpuTenant")
     first = tenants[0]
     in_first = [r for r in small.resources if r is first or first in small.ancestors(r)]
-    assert per_tenant == len(in_first), "a tenant adds resources outside its own component"
+    # The management cluster's own per-tenant parts (the lab backup store's archive key of each
+    # tenant, components/lab/backup_store.py) are named after the tenant; nothing else may be.
+    tenant_roots = small.of_type("gpu-platform:index:GpuTenant")
+    outside = [
+        r
+        for r in small.resources
+        if f"-{first.name}-" in r.name
+        and r not in tenant_roots
+        and not any(t in small.ancestors(r) for t in tenant_roots)
+    ]
+    assert [r.name for r in outside] == [f"management-{first.name}-backup-archive-key"]
+    assert per_tenant == len(in_first) + len(outside), (
+        "a tenant adds resources outside its own component"
+    )
 
 
 def test_critical_path_does_not_grow_with_tenants(scaled: dict[int, Recording]) -> None:
