@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "ea8236ec4c862ccdf3d6461ed77d453da59e1460"
+BASELINE = "1a95ef38e69cf5e12d576a92da2f6f2f886668bd"
 
 
 def _has_commit(commit: str) -> bool:
