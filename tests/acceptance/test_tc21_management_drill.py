@@ -52,13 +52,19 @@ REPLACEMENT_SECONDS = 300.0  # an evicted pod's replacement Ready
 EVICTION_SECONDS = 300.0  # an eviction a disruption budget refuses, retried this long
 
 
+def dry_run_pod(run_id: str) -> dict[str, Any]:
+    """The pod the client dry-run creates: a plain sleeping pod, admitted by every tenant's
+    rules (tests/policies/test_acceptance_pods_through_admission.py sends it through them)."""
+    return pod_body("tc21-dry-run", run_id)
+
+
 class TenantClient:
     """Lists pods and dry-run creates one in ``namespace`` every ``REQUEST_INTERVAL``, in a
     thread, recording each request as a ``Sample`` timed from ``started``."""
 
     def __init__(self, cluster: Cluster, namespace: str, run_id: str, started: float) -> None:
         self._cluster, self._namespace, self._started = cluster, namespace, started
-        self._body = pod_body("tc21-dry-run", run_id)
+        self._body = dry_run_pod(run_id)
         self._stop = threading.Event()
         self.samples: list[Sample] = []
         self._thread = threading.Thread(target=self._run, daemon=True)

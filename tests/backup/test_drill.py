@@ -298,18 +298,21 @@ def test_two_restores_at_once_leave_one_backup_whole(
     jobs = {"datastore-restore-a": names[0], "datastore-restore-b": names[1]}
     for job in jobs:
         cluster.job_status(job, {"active": 1})
-    # Both verified their backup; then both stop at the same moment.
+    # Both verified their backup; then both stop at the same moment, and race for the lock.
+    # Only the stop steps race: the winner goes on after both have tried, so the loser always
+    # meets a held lock (run whole, a loaded machine could finish the first restore, releasing
+    # its lock, before the second one's stop began, and both would rightly succeed in turn).
     for job, name in jobs.items():
         env = cluster.env(job, BACKUP_NAME=name, RESTORE="1")
         assert run_steps(["fetch"], env)[0] is None
     barrier = threading.Barrier(2)
     results: dict[str, tuple[str | None, str]] = {}
 
-    def run(job: str) -> None:
+    def stop(job: str) -> None:
         barrier.wait()
-        results[job] = run_steps(RESTORE_STEPS[1:], cluster.env(job, RESTORE="1"))
+        results[job] = run_steps(["stop"], cluster.env(job, RESTORE="1"))
 
-    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    threads = [threading.Thread(target=stop, args=(job,)) for job in jobs]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -319,6 +322,7 @@ def test_two_restores_at_once_leave_one_backup_whole(
     loser = next(job for job in jobs if results[job][0] == "stop")
     winner = next(job for job in jobs if job != loser)
     assert "one restore at a time" in results[loser][1].strip().splitlines()[-1]
+    assert run_steps(RESTORE_STEPS[2:], cluster.env(winner, RESTORE="1"))[0] is None
     assert values(etcd) == contents[jobs[winner]]
     state = cluster.state()
     assert state["cronjob"]["suspend"] is False

@@ -45,6 +45,7 @@ from tests.acceptance import (
     test_tc16_konnectivity_down,
     test_tc17_admission_policies,
     test_tc18_chargeback,
+    test_tc21_management_drill,
 )
 from tests.acceptance.admission_model import expected_answer, refusal_problem
 from tests.acceptance.gpu_live import GpuTarget
@@ -185,6 +186,7 @@ def suite_pods(
     yield SuitePod(
         "TC-18", "chargeback_share_pod", name, test_tc18_chargeback.chargeback_share_pod(RUN_ID)
     )
+    yield SuitePod("TC-21", "dry_run_pod", name, test_tc21_management_drill.dry_run_pod(RUN_ID))
     yield SuitePod("TC-17", "good_gpu_pod", name, test_tc17_admission_policies.good_gpu_pod(RUN_ID))
     for planned in tc17_plans:
         body = test_tc17_admission_policies.tc17_pod(planned.case, RUN_ID)
@@ -311,7 +313,7 @@ SENT = {
     "oversized_pod", "accumulation_pod", "cards_over_quota_pod", "memory_over_quota_pod",
     "memory_cap_pod", "unrestricted_compute_pod", "limited_compute_pod", "holding_pod",
     "newcomer_pod", "interference_pod", "hog_pod", "waiter_pod", "good_gpu_pod", "tc17_pod",
-    "chargeback_share_pod",
+    "chargeback_share_pod", "dry_run_pod",
     # the builders themselves, one calling another
     "probe_pod", "compute_pod", "probe_body", "compute_body",
 }  # fmt: skip

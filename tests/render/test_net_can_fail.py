@@ -251,10 +251,11 @@ def test_a_release_into_a_namespace_nobody_creates_is_caught(
         ),
         (
             "tenant-a-hami",
-            {"scheduler": {"kubeScheduler": {"image": {"tag": "v1.34.0"}}}},
+            # tenant-a runs v1.34.3 in the lab (a minor behind, for TC-19): another minor here.
+            {"scheduler": {"kubeScheduler": {"image": {"tag": "v1.33.0"}}}},
             rendered_facts.scheduler_version,
             "tenant-a: hami-scheduler's kube-scheduler image is "
-            "['registry.k8s.io/kube-scheduler:v1.34.0'], not tag v1.35.0",
+            "['registry.k8s.io/kube-scheduler:v1.33.0'], not tag v1.34.3",
         ),
         (
             "tenant-a-hami",

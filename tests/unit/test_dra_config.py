@@ -77,7 +77,8 @@ def test_a_fraction_names_the_consumable_capacity_gate() -> None:
     (line,) = _errors(raw)
     assert line.startswith("tenants[0].workloads[0].gpu.cores: 30 is a fraction of a card")
     assert "DRAConsumableCapacity" in line
-    assert "alpha and off by default at v1.35.0" in line
+    version = raw["tenants"][0].get("kubernetesVersion") or raw["kubernetesVersion"]
+    assert f"alpha and off by default at {version}" in line
     assert "cores: 100" in line
 
 
