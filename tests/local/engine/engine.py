@@ -137,8 +137,16 @@ class Project:
             target = home / "plugins" / plugin.name
             if not target.exists():
                 target.symlink_to(plugin)
+        # The kubernetes provider writes every explicit kubeconfig it is given to a temp file
+        # for Helm and never removes it (pulumi-kubernetes v4.25.0
+        # provider/pkg/provider/util.go:125-132, provider.go:774-778; still so on its main
+        # branch of 2026-07-01): keep those secrets in this stack's directory (under pytest's
+        # tmp_path_factory), not the session's temp dir.
+        scratch = directory / "tmp"
+        scratch.mkdir(exist_ok=True)
         env = {
             **environment,
+            "TMPDIR": str(scratch),
             "PULUMI_BACKEND_URL": f"file://{state}",
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
             "PULUMI_HOME": str(home),
