@@ -187,15 +187,7 @@ def _metrics_agent() -> Resources:
 
 
 def _backup_job(tenant: Tenant) -> Resources:
-    plan = BackupPlan(
-        tenant=tenant.name,
-        namespace=tenant.namespace,
-        control_plane=tenant.name,
-        schema=tenant.data_store.schema_name,
-        schedule=tenant.backups.schedule,
-        retention=tenant.backups.retention,
-        pause_owner=None,
-    )
+    plan = BackupPlan.of(tenant, tenant.namespace, pause_owner=None)
     job = backup_cron_job(plan)
     return pod_requests(job["spec"]["jobTemplate"]["spec"]["template"]["spec"])
 

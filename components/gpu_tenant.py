@@ -632,15 +632,7 @@ class GpuTenant(pulumi.ComponentResource):
         in its management namespace, once its control plane (and so Kamaji's datastore
         certificate for the tenant) exists; the target comes from the management cluster."""
         tenant = self._tenant
-        plan = BackupPlan(
-            tenant=tenant.name,
-            namespace=self._ns,
-            control_plane=tenant.name,
-            schema=tenant.data_store.schema_name,
-            schedule=tenant.backups.schedule,
-            retention=tenant.backups.retention,
-            pause_owner=self._substrate.control_plane_pause_owner,
-        )
+        plan = BackupPlan.of(tenant, self._ns, self._substrate.control_plane_pause_owner)
         backups.register_tenant(
             self._name,
             plan=plan,

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from components.config import Tenant
 from components.k8s_objects import restricted_security
 from components.labels import TENANT_LABEL
 from components.scripts import read_script
@@ -115,6 +116,20 @@ class BackupPlan:
     schedule: str
     retention: int
     pause_owner: PauseOwner | None = None
+
+    @classmethod
+    def of(cls, tenant: Tenant, namespace: str, pause_owner: PauseOwner | None) -> BackupPlan:
+        """The plan of a configured tenant whose backups live in ``namespace`` (its management
+        namespace); its control plane is named after it."""
+        return cls(
+            tenant=tenant.name,
+            namespace=namespace,
+            control_plane=tenant.name,
+            schema=tenant.data_store.schema_name,
+            schedule=tenant.backups.schedule,
+            retention=tenant.backups.retention,
+            pause_owner=pause_owner,
+        )
 
     @property
     def prefix(self) -> str:
