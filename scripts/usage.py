@@ -37,6 +37,7 @@ from components.metrics.scrape import PROMETHEUS_PORT
 # kubectl's first line once the tunnel listens: "Forwarding from 127.0.0.1:40123 -> 9090".
 FORWARDING = re.compile(r"^Forwarding from 127\.0\.0\.1:(\d+) ->")
 FORWARD_START_SECONDS = 60.0
+FORWARD_EXIT_SECONDS = 5.0
 
 Query = Callable[[str], Mapping[str, Any]]
 
@@ -79,8 +80,13 @@ def port_forward(kubeconfig: Path, kubectl: str = "kubectl") -> Iterator[str]:
             first = _first_line(forwarder, FORWARD_START_SECONDS)
             found = FORWARDING.match(first)
             if found is None:
-                forwarder.kill()
-                _, err = forwarder.communicate(timeout=10)
+                # kubectl exits once it has printed why the tunnel failed; give it the moment to
+                # finish writing stderr before it is killed, or its reason is lost to a race.
+                try:
+                    _, err = forwarder.communicate(timeout=FORWARD_EXIT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    forwarder.kill()
+                    _, err = forwarder.communicate(timeout=10)
                 raise usage.UsageError(
                     f"kubectl port-forward to {objects.METRICS_NAMESPACE}/{objects.PROMETHEUS}: "
                     f"{(err or first).strip() or 'no tunnel'}"

@@ -238,17 +238,14 @@ def test_the_command_prints_one_tenant(prometheus: str, capsys: pytest.CaptureFi
     assert "write a tenant's name" in capsys.readouterr().err
 
 
-def _stub_kubectl(tmp_path: Path, first_line: str, calls: Path) -> str:
-    """A kubectl that records its arguments, prints ``first_line`` and then holds the tunnel
-    open until it is terminated, as ``kubectl port-forward`` does."""
+def _stub_kubectl(tmp_path: Path, first_line: str, calls: Path, *, tunnel_up: bool = True) -> str:
+    """A kubectl that records its arguments, prints ``first_line`` and then, as
+    ``kubectl port-forward`` does, holds the tunnel open until it is terminated or, when the
+    tunnel does not come up, says why on stderr and exits."""
     stub = tmp_path / "kubectl"
-    stub.write_text(
-        "#!/bin/sh\n"
-        f'printf "%s\\n" "$@" > "{calls}"\n'
-        f"echo '{first_line}'\n"
-        "echo 'error: no such service' >&2\n"
-        "exec sleep 60\n"
-    )
+    ending = "exec sleep 60\n" if tunnel_up else "echo 'error: no such service' >&2\nexit 1\n"
+    record = f'printf "%s\\n" "$@" > "{calls}"\n'
+    stub.write_text("#!/bin/sh\n" + record + f"echo '{first_line}'\n" + ending)
     stub.chmod(0o755)
     return str(stub)
 
@@ -281,7 +278,7 @@ def test_the_management_path_reads_through_a_port_forward_not_the_service_proxy(
 
 def test_a_tunnel_that_does_not_come_up_is_one_line(tmp_path: Path) -> None:
     script = _script()
-    kubectl = _stub_kubectl(tmp_path, "Unable to connect", tmp_path / "args")
+    kubectl = _stub_kubectl(tmp_path, "Unable to connect", tmp_path / "args", tunnel_up=False)
     with (
         pytest.raises(script.usage.UsageError, match="error: no such service"),
         script.port_forward(tmp_path / "kubeconfig", kubectl),
