@@ -24,7 +24,9 @@ export PULUMI_CONFIG_PASSPHRASE ?= $(LAB_PASSPHRASE)
 STACK_READY := lab-stack
 endif
 KUBECONFIG_DIR := $(CURDIR)/.lab/kubeconfigs
-PULUMI := pulumi --non-interactive
+# Every pulumi command runs with a private TMPDIR removed when it ends: the kubernetes provider
+# leaves each tenant's admin kubeconfig in the temp dir otherwise (scripts/with-private-tmpdir.sh).
+PULUMI := bash scripts/with-private-tmpdir.sh pulumi --non-interactive
 
 .PHONY: help
 help: ## List the targets
@@ -182,6 +184,15 @@ kubeconfigs: tools venv $(STACK_READY) ## Write each tenant's admin kubeconfig t
 preview: TOOLS_FOR := preview
 preview: tools venv policy-venv charts $(STACK_READY) ## pulumi preview of STACK (lab|prod) with the policy pack and that stack's policy config
 	$(PULUMI) preview --stack $(STACK) \
+	  --policy-pack policies --policy-pack-config policies/config/$(STACK).json
+
+.PHONY: up
+REFRESH ?=
+# For prod (and any stack but the lab, whose `make lab` also runs the acceptance suite): up with
+# the policy pack, as preview runs it, and the CLI in a private TMPDIR like every target here.
+up: TOOLS_FOR := preview
+up: tools venv policy-venv charts $(STACK_READY) ## pulumi up of STACK with the policy pack and that stack's policy config (REFRESH=1: --refresh first)
+	$(PULUMI) up --yes --stack $(STACK) $(if $(REFRESH),--refresh) \
 	  --policy-pack policies --policy-pack-config policies/config/$(STACK).json
 
 .PHONY: acceptance

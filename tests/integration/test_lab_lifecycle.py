@@ -140,9 +140,14 @@ def test_lab_up_acceptance_destroy(tmp_path: Path) -> None:
         pytest.skip("integration run needs " + "; ".join(missing))
     from pulumi import automation as auto  # imported here: it is only needed for a real run
 
+    # The kubernetes provider leaves every kubeconfig it is given in the temp dir
+    # (scripts/with-private-tmpdir.sh cites where): keep them in this test's own tmp_path.
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir(mode=0o700)
     env = {
         "PULUMI_BACKEND_URL": BACKEND_URL,
         "PULUMI_CONFIG_PASSPHRASE": os.environ.get("PULUMI_CONFIG_PASSPHRASE", LAB_PASSPHRASE),
+        "TMPDIR": str(private_tmp),
     }
     STATE_DIR.mkdir(exist_ok=True)
     options = auto.LocalWorkspaceOptions(work_dir=str(REPO), env_vars=env)

@@ -88,6 +88,22 @@ def test_lab_targets_create_the_state_directory_and_stack_first(target: str) -> 
     assert state < stack < pulumi
 
 
+@pytest.mark.parametrize(
+    "target", ["lab", "preview", "kubeconfigs", "destroy", "usage", "backups TENANT=tenant-a"]
+)
+def test_every_pulumi_command_runs_in_a_private_temp_dir(target: str) -> None:
+    """The kubernetes provider leaves every tenant's admin kubeconfig in the temp dir
+    (scripts/with-private-tmpdir.sh says where upstream): no target runs the CLI without the
+    wrapper that gives it a private TMPDIR and removes it."""
+    lines = dry_run("-B", *target.split(), "STACK=lab")
+    # Quoted text is what a recipe says (an echo naming `pulumi up`), not what it runs.
+    commands = [re.sub(r'"[^"]*"', '""', line) for line in lines]
+    runs = [(line, m.start()) for line in commands for m in re.finditer(r"\bpulumi\s", line)]
+    assert runs, f"make {target} runs no pulumi command:\n" + "\n".join(lines)
+    for line, at in runs:
+        assert line[:at].endswith("bash scripts/with-private-tmpdir.sh "), line
+
+
 def test_prod_targets_leave_the_lab_backend_alone() -> None:
     lines = dry_run("-B", "destroy", "STACK=prod")
     assert not any(".pulumi-state" in line or "--create" in line for line in lines)

@@ -224,6 +224,9 @@ def _fake_pulumi(bin_dir: Path, output: str, status: int) -> None:
     fake.write_text(
         "#!/usr/bin/env bash\n"
         'echo "pulumi $*" >> "$FAKE_LOG"\n'
+        # As the kubernetes provider does: a kubeconfig left in the temp dir.
+        'if [ "$1" = preview ]; then echo "$TMPDIR" > "$FAKE_LOG.tmpdir"; '
+        'touch "${TMPDIR:-/tmp}/kubeconfig-left"; fi\n'
         f"if [ \"$1\" = preview ]; then cat <<'EOF'\n{output}EOF\n  exit {status}\nfi\n"
     )
     fake.chmod(0o755)
@@ -237,11 +240,15 @@ def _run_preview_step(
     _fake_pulumi(tmp_path / "bin", output, status)
     script = tmp_path / "step.sh"
     script.write_text(step["run"])
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO_ROOT / "scripts" / "with-private-tmpdir.sh", tmp_path / "scripts")
+    (tmp_path / "temp").mkdir()
     env = {
         **os.environ,
         "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
         "STACK": stack,
         "FAKE_LOG": str(tmp_path / "calls.log"),
+        "TMPDIR": str(tmp_path / "temp"),
     }
     return subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
@@ -269,6 +276,10 @@ def test_the_preview_step_keeps_the_output_and_fails_with_the_clis_exit_code(
     assert calls[1].startswith("pulumi preview --non-interactive --color never --stack lab")
     assert "--policy-pack policies --policy-pack-config policies/config/lab.json" in calls[1]
     assert (tmp_path / ".pulumi-state").is_dir()
+    # The preview ran in a private temp dir, gone with what the provider left there.
+    private = Path((tmp_path / "calls.log.tmpdir").read_text().strip())
+    assert private.parent == tmp_path / "temp"
+    assert list((tmp_path / "temp").iterdir()) == []
 
 
 def test_the_prod_preview_step_uses_its_own_stack_and_policy_config(tmp_path: Path) -> None:
