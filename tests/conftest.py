@@ -8,10 +8,12 @@ import shutil
 import tempfile
 from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support import charts
+from tests.support.crd_schemas import CEL_TALLY, CelTally
 from tests.support.harness import Recording, evaluate
 from tests.support.scratch import SESSION_PREFIX, leak_report, leftovers
 from tests.support.upstream import upstream_dir_or_none
@@ -36,6 +38,12 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
     """Fail the run when it left anything in its temporary directory; remove that directory.
     Runs after every other sessionfinish hook (xdist's stops the workers in its own)."""
     root = session.config.stash.get(SESSION_TEMP, None)
+    # An xdist worker hands its CEL tally to the controller in ``workeroutput``, which
+    # pytest-xdist 3.8.0 sends once every sessionfinish hook has run (src/xdist/remote.py:141-149).
+    workeroutput = getattr(session.config, "workeroutput", None)
+    tally = session.config.stash.get(CEL_TALLY, None)
+    if workeroutput is not None and tally is not None:
+        workeroutput["cel_tally"] = tally.as_plain()
     try:
         charts.release_scratch()
         result = yield
@@ -50,6 +58,22 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
             reporter.write_line(leak_report(root, left), red=True, bold=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     return result
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller, as each worker stops: add the worker's CEL tally (handed over
+    in its sessionfinish above) to the session's, which the summary prints."""
+    counted = getattr(node, "workeroutput", {}).get("cel_tally")
+    if counted:
+        tally = node.config.stash.setdefault(CEL_TALLY, CelTally())
+        tally.add(CelTally.from_plain(counted))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    tally = config.stash.get(CEL_TALLY, None)
+    if tally is not None and (tally.evaluated or tally.skipped):
+        terminalreporter.write_line(f"rendered-chart suite: {tally.summary()}")
 
 
 @pytest.fixture(scope="session")

@@ -15,13 +15,10 @@ from typing import Any
 import pytest
 
 from tests.support.charts import ChartUnavailableError
-from tests.support.crd_schemas import CelTally
+from tests.support.crd_schemas import CEL_TALLY, CelTally
 from tests.support.harness import Recording, load_stack_config
 from tests.support.rendered_stack import RenderedStack, UpstreamUnavailableError, render_stack
 from tests.support.upstream import upstream_dir_or_none
-
-CEL_TALLY = pytest.StashKey[CelTally]()
-
 
 def platform_block(stack: str) -> dict[str, Any]:
     platform: dict[str, Any] = load_stack_config(stack)["gpu-platform:platform"]
@@ -59,16 +56,11 @@ def rendered(
 
 @pytest.fixture(scope="session")
 def cel_tally(request: pytest.FixtureRequest) -> CelTally:
-    """CEL rules met by the schema tests; the session summary reports how many were skipped."""
+    """CEL rules met by the schema tests; the session summary reports how many were skipped
+    (tests/conftest.py, which also sums the xdist workers' tallies)."""
     tally = CelTally()
     request.config.stash[CEL_TALLY] = tally
     return tally
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    tally = config.stash.get(CEL_TALLY, None)
-    if tally is not None and (tally.evaluated or tally.skipped):
-        terminalreporter.write_line(f"rendered-chart suite: {tally.summary()}")
 
 
 @pytest.fixture

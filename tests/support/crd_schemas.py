@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 import jsonschema
+import pytest
 import yaml
 from gpu_platform_policies.cel import FUNCTIONS as PACK_CEL_FUNCTIONS
 
@@ -112,11 +113,27 @@ class CelTally:
     def skipped(self) -> int:
         return self.transition_rules + sum(self.unsupported.values())
 
+    def as_plain(self) -> dict[str, Any]:
+        """What an xdist worker hands its controller (plain data: execnet sends it)."""
+        return {
+            "evaluated": self.evaluated,
+            "transition_rules": self.transition_rules,
+            "unsupported": dict(self.unsupported),
+        }
+
+    @classmethod
+    def from_plain(cls, plain: Mapping[str, Any]) -> CelTally:
+        return cls(plain["evaluated"], plain["transition_rules"], Counter(plain["unsupported"]))
+
     def summary(self) -> str:
         parts = [f"{self.evaluated} evaluated", f"{self.skipped} skipped"]
         detail = [f"{self.transition_rules} transition rules (oldSelf, update only)"]
         detail += [f"{n} unsupported: {reason}" for reason, n in sorted(self.unsupported.items())]
         return f"CEL rules: {', '.join(parts)} ({'; '.join(detail)})"
+
+
+# The session's tally (tests/render/conftest.py's cel_tally; printed by tests/conftest.py).
+CEL_TALLY = pytest.StashKey[CelTally]()
 
 
 def crd_violations(
