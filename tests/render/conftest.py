@@ -20,6 +20,7 @@ from tests.support.harness import Recording, load_stack_config
 from tests.support.rendered_stack import RenderedStack, UpstreamUnavailableError, render_stack
 from tests.support.upstream import upstream_dir_or_none
 
+
 def platform_block(stack: str) -> dict[str, Any]:
     platform: dict[str, Any] = load_stack_config(stack)["gpu-platform:platform"]
     return platform
