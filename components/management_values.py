@@ -20,6 +20,7 @@ from typing import Any
 
 from components import availability
 from components.config import PlatformConfig
+from components.config.base import storage_bytes
 from components.versions import PINNED
 
 # Namespaces and release names. Kamaji's CRDs hard-code the namespace ``kamaji-system`` and the
@@ -140,6 +141,8 @@ def kamaji_values(image_tag: str, default_etcd: DefaultEtcd | None, replicas: in
             # (charts/kamaji/values.yaml:105-106).
             "clusterDomain": default_etcd.cluster_domain,
             "datastore": {"enabled": True, "name": DEFAULT_DATASTORE},
+            # Its space quota below its 8 GiB volume, as the lab's own release's.
+            "quotaBackendBytes": str(DEFAULT_ETCD_QUOTA_BYTES),
             # A subchart's pods carry the parent's release name.
             **availability.etcd_placement(KAMAJI_RELEASE, default_etcd.members),
         }
@@ -263,8 +266,26 @@ def kamaji_etcd_values(
     return values
 
 
-# The chart's own space quota (values.yaml:64-65), where the program sets none (the default etcd).
-KAMAJI_ETCD_DEFAULT_QUOTA_BYTES = 8 * 2**30
+GIB = 2**30
+# etcd's own suggested ceiling for a space quota ("a larger quota may lead to degraded
+# performance": etcd-io/etcd v3.6.5 server/storage/quota.go:31-33, MaxQuotaBytes; the same
+# constant in v3.5), also kamaji-etcd's default (values.yaml:64-65 at v0.17.0).
+ETCD_QUOTA_CEILING = 8 * GIB
+
+
+def etcd_quota_backend_bytes(storage_size: str) -> int:
+    """The space quota of an etcd on a volume of ``storage_size``: half of what is left after
+    1 GiB for the WAL and snapshots (a defragmentation writes a second copy of the database
+    before dropping the first), at most 8 GiB. With kamaji-etcd's fixed 8 GiB quota on its 8 GiB
+    volume (values.yaml:64-69 at v0.17.0), the volume filled up before etcd raised its NOSPACE
+    alarm; with this the alarm comes first."""
+    return min(ETCD_QUOTA_CEILING, (storage_bytes(storage_size) - GIB) // 2)
+
+
+# The default etcd's volume: kamaji-etcd's own claim size (values.yaml:67-69 at v0.17.0), which
+# the program keeps for both the lab's release and Kamaji's bundled subchart; its quota follows.
+DEFAULT_ETCD_VOLUME = "8Gi"
+DEFAULT_ETCD_QUOTA_BYTES = etcd_quota_backend_bytes(DEFAULT_ETCD_VOLUME)
 # Scheduled defragmentation (``etcd_defrag_cron_job``): nightly, off the hour; a member is worth it
 # with 200 MiB free in its file or a file at 80 % of the quota (kamaji-etcd v0.17.0
 # scripts/defrag.sh:58-59, etcd-defrag's --defrag-rule).
@@ -282,7 +303,7 @@ def etcd_defrag_cron_job(
     replicas: int,
     cluster_domain: str,
     cert_manager: bool,
-    quota_backend_bytes: int | None,
+    quota_backend_bytes: int,
     script: str,
     labels: Mapping[str, str] | None = None,
 ) -> Values:
@@ -298,8 +319,8 @@ def etcd_defrag_cron_job(
     ``<name>-client-certs`` and ``<name>-server-certs`` with cert-manager, else from the chart's
     jobs' ``<name>-root-client-certs`` and ``<name>-certs`` (templates/_helpers.tpl:93-95,
     111-140, 165-167), mounted at the same paths, with the etcd image those jobs run
-    (``PINNED.backup_etcd_image``). ``quota_backend_bytes``: the release's quota, None for the
-    chart's 8 GiB."""
+    (``PINNED.backup_etcd_image``). ``quota_backend_bytes``: the release's quota (what its
+    etcd runs with as --quota-backend-bytes)."""
     endpoints = [
         f"https://{name}-{member}.{name}.{namespace}.svc.{cluster_domain}:{KAMAJI_ETCD_CLIENT_PORT}"
         for member in range(replicas)
@@ -309,12 +330,9 @@ def etcd_defrag_cron_job(
         if cert_manager
         else (f"{name}-root-client-certs", f"{name}-certs")
     )
-    quota = (
-        quota_backend_bytes if quota_backend_bytes is not None else KAMAJI_ETCD_DEFAULT_QUOTA_BYTES
-    )
     env = {
         "ETCD_ENDPOINTS": " ".join(endpoints),
-        "QUOTA_BACKEND_BYTES": str(quota),
+        "QUOTA_BACKEND_BYTES": str(quota_backend_bytes),
         "DEFRAG_FREEABLE_BYTES": str(ETCD_DEFRAG_FREEABLE_BYTES),
         "DEFRAG_QUOTA_PERCENT": str(ETCD_DEFRAG_QUOTA_PERCENT),
         "ETCDCTL_CACERT": "/opt/certs/ca/ca.crt",
@@ -380,7 +398,11 @@ def default_etcd_values(cluster_domain: str, members: int) -> Values:
     of ``members`` members, installed beside cert-manager: without its DataStore, which needs
     Kamaji's CRD and is the program's (``default_etcd_datastore``)."""
     return kamaji_etcd_values(
-        KAMAJI_ETCD_NAME, cluster_domain=cluster_domain, replicas=members, datastore=False
+        KAMAJI_ETCD_NAME,
+        cluster_domain=cluster_domain,
+        replicas=members,
+        datastore=False,
+        quota_backend_bytes=DEFAULT_ETCD_QUOTA_BYTES,
     )
 
 

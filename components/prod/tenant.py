@@ -11,14 +11,13 @@ import pulumi_kubernetes as k8s
 
 from components.availability import etcd_budget
 from components.k8s_objects import typed_object
-from components.management_values import etcd_defrag_cron_job
+from components.management_values import etcd_defrag_cron_job, etcd_quota_backend_bytes
 from components.prod.cluster_specs import capi_cluster, infrastructure_cluster, kamaji_control_plane
 from components.prod.machine_specs import CAPI_DELETE_TIMEOUT
 from components.prod.names import ETCD_BUDGET_PART
 from components.prod.tenant_values import (
     dedicated_etcd_issuer,
     driver_repositories_configmap,
-    etcd_quota_backend_bytes,
     gpu_operator_values,
     kamaji_etcd_values,
 )

@@ -15,7 +15,6 @@ from typing import Any
 
 from components import management_values
 from components.config import DedicatedDataStore, GpuDriver
-from components.config.base import storage_bytes
 from components.tenant_specs import dedicated_etcd_name
 from components.tenant_values import GPU_OPERATOR_NAMESPACE, NVIDIA_RUNTIME_CLASS
 
@@ -171,20 +170,5 @@ def kamaji_etcd_values(
         replicas=dedicated.replicas,
         claim=claim,
         issuer=dedicated_etcd_issuer_name(tenant_name),
-        quota_backend_bytes=etcd_quota_backend_bytes(dedicated.storage_size),
+        quota_backend_bytes=management_values.etcd_quota_backend_bytes(dedicated.storage_size),
     )
-
-
-GIB = 2**30
-# etcd's own suggested ceiling for a space quota ("a larger quota may lead to degraded
-# performance": etcd-io/etcd v3.6.5 server/storage/quota.go:31-33, MaxQuotaBytes; the same
-# constant in v3.5), also the chart's default.
-ETCD_QUOTA_CEILING = 8 * GIB
-
-
-def etcd_quota_backend_bytes(storage_size: str) -> int:
-    """The space quota of a dedicated etcd on a volume of ``storage_size``: half of what is left
-    after 1 GiB for the WAL and snapshots (a defragmentation writes a second copy of the
-    database before dropping the first), at most 8 GiB. With the chart's fixed 8 GiB, an 8 GiB
-    volume filled up before etcd raised its NOSPACE alarm; now the alarm comes first."""
-    return min(ETCD_QUOTA_CEILING, (storage_bytes(storage_size) - GIB) // 2)

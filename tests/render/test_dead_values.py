@@ -59,7 +59,7 @@ KEPT_AT_DEFAULT: dict[tuple[str, str], str] = {
         for key in ("jobs.kubectl.image", "jobs.kubectl.tag", "jobs.etcd.image", "jobs.etcd.tag")
     },
     ("kamaji-etcd", "quotaBackendBytes"): (
-        "the space quota follows storageSize (prod tenant_values.etcd_quota_backend_bytes); from "
+        "the space quota follows storageSize (management_values.etcd_quota_backend_bytes); from "
         "17Gi up it reaches etcd's suggested ceiling, 8 GiB, which is the chart's default"
     ),
     ("gpu-operator", "toolkit.enabled"): (

@@ -126,6 +126,8 @@ def test_a_default_etcd_not_of_its_own_is_kamajis_subchart_in_the_clusters_domai
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "clusterDomain": "corp.example",
         "datastore": {"enabled": True, "name": "default"},
+        # 3.5 GiB: the chart's 8 GiB quota would let its 8Gi volume fill first.
+        "quotaBackendBytes": str(7 * 2**29),
         # Its three members spread across nodes (components.availability).
         "topologySpreadConstraints": availability.topology_spread(
             availability.etcd_selector("kamaji")

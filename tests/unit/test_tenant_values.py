@@ -14,13 +14,13 @@ from components.config import DedicatedDataStore, GpuDriver, HamiSettings
 from components.config.base import storage_bytes
 from components.lab import tenant as lab_tenant
 from components.lab.substrate import LabSubstrate
+from components.management_values import etcd_quota_backend_bytes
 from components.prod import tenant as prod_tenant
 from components.prod.substrate import ProdSubstrate
 from components.prod.tenant_values import (
     HAMI_DEVICE_LIST_STRATEGY,
     dedicated_etcd_issuer,
     driver_repositories_configmap,
-    etcd_quota_backend_bytes,
     gpu_driver_values,
     gpu_operator_cdi,
     gpu_operator_values,
