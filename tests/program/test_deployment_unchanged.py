@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "1a95ef38e69cf5e12d576a92da2f6f2f886668bd"
+BASELINE = "e7baafaf7382e5c9490cef94f0fa664816683ebe"
 
 
 def _has_commit(commit: str) -> bool:
