@@ -42,11 +42,12 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
+import yaml
 from pulumi import RunError
 
 from components.config import PlatformConfig
@@ -80,7 +81,44 @@ def _version(text: str) -> tuple[int, int, int]:
 # clusters' Kubernetes (kubectl's version skew policy), and a Pulumi CLI new enough for SDK 3.272.
 MIN_KIND = _version(KIND_RELEASE)
 CLUSTER_MINOR = _version(PINNED.kind_node_image.split(":", 1)[1])[1]
-KUBECTL_MINORS = (CLUSTER_MINOR - 1, CLUSTER_MINOR + 1)
+
+
+def kubectl_minors_for(cluster_minors: Iterable[int]) -> tuple[int, int]:
+    """The kubectl minors within one of every cluster's (kubectl's version skew policy,
+    kubernetes.io/releases/version-skew-policy/#kubectl): the management cluster's and each
+    tenant's. ``low > high`` when no kubectl is: the clusters are more than two minors apart."""
+    minors = set(cluster_minors)
+    return max(minors) - 1, min(minors) + 1
+
+
+def lab_cluster_minors(platform: PlatformConfig) -> list[int]:
+    """The minors of the clusters the lab's kubectl talks to: the kind management cluster (its
+    pinned node image) and every tenant's control plane."""
+    tenants = [_version(platform.version_of(tenant))[1] for tenant in platform.tenants]
+    return [CLUSTER_MINOR, *tenants]
+
+
+KUBECTL_MINORS = kubectl_minors_for([CLUSTER_MINOR])
+LAB_STACK_FILE = Path("Pulumi.lab.yaml")
+
+
+def stack_file_minors(text: str) -> list[int]:
+    """``lab_cluster_minors`` read from a lab stack file's raw text, for ``make preflight``, which
+    runs before the program: the versions it names (``kubernetesVersion``, each tenant's); what
+    it cannot read is left out (the program checks again, on the validated configuration)."""
+    try:
+        config = yaml.safe_load(text)["config"]["gpu-platform:platform"]
+        named = [config.get("kubernetesVersion")]
+        named += [tenant.get("kubernetesVersion") for tenant in config.get("tenants") or []]
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError):
+        return [CLUSTER_MINOR]
+    minors = [CLUSTER_MINOR]
+    for version in named:
+        with contextlib.suppress(ValueError, TypeError):
+            minors.append(_version(version)[1])
+    return minors
+
+
 MIN_PULUMI = (3, 200, 0)
 
 
@@ -241,10 +279,16 @@ def tool_version_failures(facts: HostFacts, requirements: Requirements) -> list[
             f"{_text(requirements.min_kind)} or later."
         )
     low, high = requirements.kubectl_minors
-    if "kubectl" in found and not low <= found["kubectl"][1] <= high:
+    if low > high:
         problems.append(
-            f"kubectl {_text(found['kubectl'])} is more than one minor version away from the "
-            f"clusters' v1.{(low + high) // 2}: {_INSTALL_HINTS['kubectl']}, v1.{low} to v1.{high}."
+            f"The lab's clusters run v1.{high - 1} to v1.{low + 1}: no kubectl is within one "
+            "minor version of all of them (kubectl's version skew policy); bring the tenants' "
+            "kubernetesVersion within two minors of each other and of the management cluster."
+        )
+    elif "kubectl" in found and not low <= found["kubectl"][1] <= high:
+        problems.append(
+            f"kubectl {_text(found['kubectl'])} is more than one minor version away from a "
+            f"cluster the lab runs: {_INSTALL_HINTS['kubectl']}, v1.{low} to v1.{high}."
         )
     if "pulumi" in found and found["pulumi"] < requirements.min_pulumi:
         problems.append(
@@ -449,14 +493,19 @@ def check_lab_host(
     environ: Mapping[str, str] | None = None,
     gather: Callable[[], HostFacts] | None = None,
     kind_cluster: str = DEFAULT_KIND_CLUSTER,
+    cluster_minors: Iterable[int] = (CLUSTER_MINOR,),
 ) -> bool:
     """Run the preflight when it applies (``pulumi up`` without the skip variable) and raise
     PreflightError listing every problem. Returns whether it ran. The CLI is not looked for:
-    it is what runs the program."""
+    it is what runs the program. ``cluster_minors``: the stack's clusters
+    (``lab_cluster_minors``), which kubectl must be within one minor of."""
     environ = os.environ if environ is None else environ
     if not should_run(dry_run, environ):
         return False
-    requirements, notice = with_environment(Requirements(tools=LAB_HOST_TOOLS), environ)
+    requirements, notice = with_environment(
+        Requirements(tools=LAB_HOST_TOOLS, kubectl_minors=kubectl_minors_for(cluster_minors)),
+        environ,
+    )
     if notice:
         print(notice, file=sys.stderr)
     facts = gather() if gather is not None else gather_facts(kind_cluster=kind_cluster)
@@ -554,8 +603,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 0
+    minors = (
+        stack_file_minors(LAB_STACK_FILE.read_text())
+        if LAB_STACK_FILE.is_file()
+        else [CLUSTER_MINOR]
+    )
     try:
-        requirements, notice = with_environment(Requirements(), os.environ)
+        requirements, notice = with_environment(
+            Requirements(kubectl_minors=kubectl_minors_for(minors)), os.environ
+        )
     except PreflightError as error:
         print(error, file=sys.stderr)
         return 1

@@ -68,7 +68,11 @@ class LabSubstrate:
         # A host that cannot run the lab fails here, with every problem listed. Skipped in
         # preview and with GPU_PLATFORM_SKIP_PREFLIGHT=1.
         dry_run = pulumi.runtime.is_dry_run()
-        if preflight.check_lab_host(dry_run, kind_cluster=platform.kind.cluster_name):
+        if preflight.check_lab_host(
+            dry_run,
+            kind_cluster=platform.kind.cluster_name,
+            cluster_minors=preflight.lab_cluster_minors(platform),
+        ):
             pulumi.log.info("lab host preflight passed")
         lab_network.check_pool_size(platform.kind.metallb_pool_size, len(platform.tenants))
         # The kind network's range is known only here, on the host: a configured range inside

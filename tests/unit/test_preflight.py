@@ -85,6 +85,45 @@ def test_each_failure_is_one_sentence_with_a_fix(change: dict[str, object], expe
     assert problems[0].endswith(".")
 
 
+def test_kubectl_must_be_within_one_minor_of_every_cluster_the_lab_runs() -> None:
+    """The shipped lab runs tenant-a at v1.34 beside the v1.35 management cluster (issue 39's
+    upgrade drill): a kubectl 1.36 passed the check against the management cluster alone while
+    two minors from tenant-a's API server."""
+    from tests.support.harness import REPO_ROOT
+
+    lab_minors = preflight.stack_file_minors((REPO_ROOT / "Pulumi.lab.yaml").read_text())
+    assert sorted(set(lab_minors)) == [34, 35]
+    lab = preflight.Requirements(kubectl_minors=preflight.kubectl_minors_for(lab_minors))
+    newest = replace(GOOD, tool_versions={**GOOD.tool_versions, "kubectl": "v1.36.1"})
+    (problem,) = failures(newest, lab)
+    assert problem.endswith("v1.34 to v1.35.")
+    assert (
+        failures(replace(GOOD, tool_versions={**GOOD.tool_versions, "kubectl": "v1.34.2"}), lab)
+        == []
+    )
+
+
+def test_clusters_too_far_apart_for_any_kubectl_are_one_line() -> None:
+    apart = preflight.Requirements(kubectl_minors=preflight.kubectl_minors_for([35, 32]))
+    (problem,) = failures(GOOD, apart)
+    assert problem.startswith("The lab's clusters run v1.32 to v1.35: no kubectl")
+
+
+def test_the_in_program_preflight_asks_for_the_stacks_versions() -> None:
+    """pulumi up's own check uses the validated configuration's versions."""
+    from components.stack import parse_platform
+    from tests.support.harness import load_stack_config
+
+    platform = parse_platform(load_stack_config("lab")["gpu-platform:platform"])
+    assert sorted(set(preflight.lab_cluster_minors(platform))) == [34, 35]
+
+
+def test_a_stack_file_the_preflight_cannot_read_leaves_the_management_cluster_alone() -> None:
+    assert preflight.stack_file_minors("config: [") == [preflight.CLUSTER_MINOR]
+    odd = "config:\n  gpu-platform:platform:\n    kubernetesVersion: latest\n"
+    assert preflight.stack_file_minors(odd) == [preflight.CLUSTER_MINOR]
+
+
 def test_docker_missing_is_reported_once_not_also_as_unreachable() -> None:
     problems = failures(
         replace(GOOD, docker_reachable=False, tools_found=frozenset({"kind", "kubectl", "pulumi"}))
@@ -213,7 +252,9 @@ def test_the_readme_names_the_versions_the_preflight_checks() -> None:
 
     quick_start = (REPO_ROOT / "README.md").read_text().split("## Quick start", 1)[1]
     quick_start = quick_start.split("\n## ", 1)[0]
-    low, high = preflight.KUBECTL_MINORS
+    low, high = preflight.kubectl_minors_for(
+        preflight.stack_file_minors((REPO_ROOT / "Pulumi.lab.yaml").read_text())
+    )
     for named in (
         f"v{'.'.join(map(str, preflight.MIN_KIND))} or later",
         f"kubectl 1.{low}\N{EN DASH}1.{high}",
