@@ -392,3 +392,33 @@ def free_devices(
     """The driver's published devices that no claim holds (TC-22's precondition)."""
     held = {d.key() for c in claims for d in allocated_devices(c)}
     return sorted(k for k in published_devices(slices) if k[0] == driver and k not in held)
+
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def memory_mib(value: object) -> int | None:
+    """A ResourceSlice's memory capacity (``80Gi``, ``81920Mi``, bytes) in MiB; None if the
+    driver wrote another form (dra-example-driver v0.4.0 writes ``80Gi``, gpu.go:72-73)."""
+    text = str(value)
+    for suffix, factor in _BINARY.items():
+        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
+            return int(text[: -len(suffix)]) * factor // 2**20
+    return int(text) // 2**20 if text.isdigit() else None
+
+
+def dra_granted(
+    claims: Sequence[Mapping[str, Any]], slices: Sequence[Mapping[str, Any]], driver: str
+) -> tuple[int, int]:
+    """TC-18 for a ``dra`` tenant: (MiB, percent of a card) its claims hold, counted from the
+    API objects: each allocated device of ``driver`` is a whole card (100 %, the only DRA
+    allocation at v1.35's default gates) with the memory its slice publishes."""
+    memory: dict[tuple[str, str, str], int] = {}
+    for item in slices:
+        spec = item.get("spec") or {}
+        for device in spec.get("devices") or []:
+            key = (str(spec.get("driver")), str(_get(spec, "pool", "name")), str(device["name"]))
+            mib = memory_mib(_get(device, "capacity", "memory", "value"))
+            memory[key] = mib or 0
+    held = [d for c in claims for d in allocated_devices(c) if d.driver == driver]
+    return sum(memory.get(d.key(), 0) for d in held), 100 * len(held)

@@ -195,6 +195,8 @@ def suite_pods(
             "TC-22/24/25", "dra_whole_card_pod", name, test_tc22_25_dra.dra_whole_card_pod(RUN_ID)
         )
         yield SuitePod("TC-23", "dra_refused_pod", name, test_tc22_25_dra.dra_refused_pod(RUN_ID))
+        holder = test_tc22_25_dra.dra_whole_card_pod(RUN_ID, test_tc18_chargeback.DRA_HOLDER)
+        yield SuitePod("TC-18", "dra_whole_card_pod", name, holder)
     yield SuitePod("TC-17", "good_gpu_pod", name, test_tc17_admission_policies.good_gpu_pod(RUN_ID))
     for planned in tc17_plans:
         body = test_tc17_admission_policies.tc17_pod(planned.case, RUN_ID)

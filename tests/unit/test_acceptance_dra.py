@@ -256,3 +256,13 @@ def test_the_python_client_sends_the_bodies_unchanged() -> None:
     assert [json.dumps(s, sort_keys=True) for s in sent] == [
         json.dumps(b, sort_keys=True) for b in (template, pod)
     ]
+
+
+def test_tc18_counts_what_a_dra_tenants_claims_hold(sample: dict[str, Any]) -> None:
+    """One whole 80Gi card: 81,920 MiB and 100 %, by hand; nothing without an allocation."""
+    assert de.dra_granted([sample["claim"]], sample["slices"], "gpu.example.com") == (81920, 100)
+    assert de.dra_granted([sample["claim"]], sample["slices"], "other.example.com") == (0, 0)
+    assert de.dra_granted([], sample["slices"], "gpu.example.com") == (0, 0)
+    assert de.memory_mib("80Gi") == 81920
+    assert de.memory_mib(str(2**30)) == 1024
+    assert de.memory_mib("80G") is None
