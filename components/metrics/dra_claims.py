@@ -165,20 +165,18 @@ def render(claims: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, An
 # ----------------------------------------------------------------------------- the container
 
 
-def _list(api: str, path: str, token: str, context: ssl.SSLContext) -> list[dict[str, Any]]:
+def _list(api: str, path: str, token: str, context: ssl.SSLContext | None) -> list[dict[str, Any]]:
     request = urllib.request.Request(api + path, headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(request, context=context, timeout=20) as answer:
         return list(json.load(answer).get("items") or [])
 
 
-def main() -> None:  # pragma: no cover - needs a cluster: not run here
-    """Serve ``/metrics`` on ``PORT``, listing claims and slices on every scrape, through the
-    API server the kubelet names to every pod, with the pod's ServiceAccount."""
-    host = os.environ["KUBERNETES_SERVICE_HOST"]
-    port = os.environ["KUBERNETES_SERVICE_PORT"]
-    api = f"https://{host}:{port}"
-    account = _SERVICE_ACCOUNT
-    context = ssl.create_default_context(cafile=f"{account}/ca.crt")
+def server(
+    api: str, account: str, context: ssl.SSLContext | None, port: int
+) -> ThreadingHTTPServer:
+    """The ``/metrics`` server: on every scrape it lists claims and slices at ``api`` with the
+    token in ``account`` (read each time: the kubelet rotates it); a failed list answers 503,
+    never a partial page."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -193,7 +191,7 @@ def main() -> None:  # pragma: no cover - needs a cluster: not run here
                     _list(api, SLICES_PATH, token, context),
                 ).encode()
             except Exception as exc:
-                self.send_error(503, f"listing ResourceClaims failed: {exc}")
+                self.send_error(503, f"listing ResourceClaims failed: {type(exc).__name__}")
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -204,7 +202,15 @@ def main() -> None:  # pragma: no cover - needs a cluster: not run here
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    ThreadingHTTPServer(("", PORT), Handler).serve_forever()
+    return ThreadingHTTPServer(("", port), Handler)
+
+
+def main() -> None:  # pragma: no cover - in the container: the API server the kubelet names
+    """Serve ``/metrics`` on ``PORT`` with the pod's ServiceAccount, through the API server the
+    kubelet names to every pod (its CA from the ServiceAccount volume)."""
+    api = f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}"
+    context = ssl.create_default_context(cafile=f"{_SERVICE_ACCOUNT}/ca.crt")
+    server(api, _SERVICE_ACCOUNT, context, PORT).serve_forever()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -141,3 +141,61 @@ def test_the_exporters_objects_are_valid_and_may_only_list_claims_and_slices() -
     assert container["ports"] == [{"name": "metrics", "containerPort": dra_claims.PORT}]
     assert container["securityContext"]["runAsNonRoot"] is True
     assert objects.requests_of(manifests) == (10, 32 * 2**20)
+
+
+def test_the_server_lists_with_the_token_on_every_scrape_and_refuses_a_partial_page(
+    sample: dict[str, Any], tmp_path: Path
+) -> None:
+    """The container's own path, against a fake API server (plain HTTP here; in the pod it is
+    the API server over TLS with the ServiceAccount's CA): the token is sent, both kinds are
+    listed, and a failing list answers 503 rather than a page without the claims."""
+    import http.server
+    import json
+    import threading
+    import urllib.error
+    import urllib.request
+
+    seen: list[tuple[str, str]] = []
+    answers = {
+        dra_claims.CLAIMS_PATH: {"items": [sample["claim"]]},
+        dra_claims.SLICES_PATH: {"items": sample["slices"]},
+    }
+
+    class Api(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append((self.path, self.headers.get("Authorization", "")))
+            if self.path not in answers:
+                self.send_error(403)
+                return
+            body = json.dumps(answers[self.path]).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    api = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    (tmp_path / "token").write_text("t0ken\n")
+    exporter = dra_claims.server(f"http://127.0.0.1:{api.server_port}", str(tmp_path), None, 0)
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (api, exporter)]
+    for thread in threads:
+        thread.start()
+    url = f"http://127.0.0.1:{exporter.server_port}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            page = answer.read().decode()
+        assert page == dra_claims.render([sample["claim"]], sample["slices"])
+        assert seen == [
+            (dra_claims.CLAIMS_PATH, "Bearer t0ken"),
+            (dra_claims.SLICES_PATH, "Bearer t0ken"),
+        ]
+        del answers[dra_claims.SLICES_PATH]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=10)
+        assert refused.value.code == 503
+    finally:
+        for s in (api, exporter):
+            s.shutdown()
+            s.server_close()
