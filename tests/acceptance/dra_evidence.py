@@ -20,7 +20,9 @@ What each judge relies on, traced at the pinned tags:
   found no devices and returned none, k8s.io/dynamic-resource-allocation v0.35.0
   structured/internal/incubating/allocator_incubating.go:273-292). kube-scheduler writes it as
   ``0/<n> nodes are available: <k> cannot allocate all claims.`` followed by the PostFilter
-  (preemption) text (pkg/scheduler/framework/types.go:783-857), into a Warning
+  plugins' text (pkg/scheduler/framework/types.go:783-857; the DRA plugin's "still not
+  schedulable" and DefaultPreemption's "preemption: …", framework/runtime/framework.go:1092-1122,
+  not judged), into a Warning
   ``FailedScheduling`` event and the pod's ``PodScheduled=False`` condition, reason
   ``Unschedulable`` (pkg/scheduler/schedule_one.go:1108-1116; the reason :1045-1047).
 * **Seen in the container.** dra-example-driver v0.4.0's kubelet plugin writes a CDI spec per
