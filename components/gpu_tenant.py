@@ -63,7 +63,7 @@ from components.labels import HAMI_WEBHOOK_IGNORE_LABEL, IDENTITY_READ_SUFFIX
 from components.management_cluster import ManagementCluster
 from components.metrics import deploy as metrics
 from components.metrics.objects import tenant_api_server
-from components.metrics.scrape import HAMI_SOURCES
+from components.metrics.scrape import TenantSource, tenant_sources
 from components.name_plan import CONTROL_PLANE_BUDGET_PART, SERVED_VERSION_PART
 from components.scripts import read_script
 from components.substrate import (
@@ -652,7 +652,7 @@ class GpuTenant(pulumi.ComponentResource):
             management_namespace=self._ns,
             api_server=tenant_api_server(self._tenant.name, self._ns, API_SERVER_PORT),
             reader_namespace=HAMI_NAMESPACE,
-            sources=(*HAMI_SOURCES, *self._substrate.tenant_metrics_sources),
+            sources=self._metrics_sources(),
             scrape_interval=self._platform.metrics.scrape_interval,
             write_to=metrics.agents_write_to(self._platform.metrics),
             in_tenant=self._in_tenant,
@@ -661,6 +661,18 @@ class GpuTenant(pulumi.ComponentResource):
             management_after=[namespace],
         )
 
+        if self._tenant.gpu_sharing == "dra":
+            # Which DRA device each claim holds: the dra path's chargeback source.
+            metrics.register_dra_claims(
+                self._name,
+                HAMI_NAMESPACE,
+                self._in_tenant,
+                after=[self._namespaces[HAMI_NAMESPACE]],
+            )
+
+    def _metrics_sources(self) -> tuple[TenantSource, ...]:
+        return tenant_sources(self._tenant.gpu_sharing, self._substrate.tenant_metrics_sources)
+
     def _reader_namespaces(self) -> list[str]:
-        sources = (*HAMI_SOURCES, *self._substrate.tenant_metrics_sources)
+        sources = self._metrics_sources()
         return sorted({HAMI_NAMESPACE, *(source.namespace for source in sources)})

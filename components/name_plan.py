@@ -25,7 +25,7 @@ from components.availability import control_plane_budget
 from components.backups.deploy import TENANT_PARTS as BACKUP_TENANT_PARTS
 from components.config import PLATFORM_NAMESPACES, PlatformConfig, Tenant, WorkerPool
 from components.metrics.deploy import tenant_parts as metrics_tenant_parts
-from components.metrics.scrape import HAMI_SOURCES, TenantSource
+from components.metrics.scrape import TenantSource, tenant_sources
 from components.resource_names import (
     CLUSTER_NAMESPACES,
     POOL_SCOPE,
@@ -115,7 +115,9 @@ def _tenant_names(
         for part in BACKUP_TENANT_PARTS:
             yield planned(tenant_child(t, part))
     if metrics:
-        for part in metrics_tenant_parts((*HAMI_SOURCES, *plan.tenant_metrics_sources)):
+        for part in metrics_tenant_parts(
+            tenant_sources(tenant.gpu_sharing, plan.tenant_metrics_sources)
+        ):
             yield planned(tenant_child(t, part))
     for policy in network_policies(t, t):
         yield planned(tenant_child(t, policy["metadata"]["name"]))

@@ -17,7 +17,7 @@ from components.config import MetricsSettings, PrometheusOperatorSettings
 from components.k8s_objects import typed_object
 from components.metrics import backup_alerts, objects
 from components.metrics.dashboards import platform_dashboard
-from components.metrics.scrape import TenantSource
+from components.metrics.scrape import DRA_CLAIMS_SOURCE, TenantSource
 
 Opts = Callable[..., pulumi.ResourceOptions]
 
@@ -64,7 +64,27 @@ def tenant_parts(sources: Sequence[TenantSource]) -> tuple[str, ...]:
         "metrics-agent-token",
         "metrics-agent-config",
         "metrics-agent",
+        *(DRA_CLAIMS_PARTS if DRA_CLAIMS_SOURCE in sources else ()),
     )
+
+
+DRA_CLAIMS_PARTS = tuple(
+    f"metrics-dra-claims-{part}" for part in ("account", "role", "binding", "exporter")
+)
+
+
+def register_dra_claims(
+    name: str, namespace: str, in_tenant: Opts, after: Sequence[pulumi.Resource]
+) -> list[pulumi.Resource]:
+    """A ``dra`` tenant's claims exporter (``objects.dra_claims_exporter``), inside it."""
+    registered: list[pulumi.Resource] = []
+    for part, manifest in zip(
+        DRA_CLAIMS_PARTS, objects.dra_claims_exporter(namespace), strict=True
+    ):
+        registered.append(
+            typed_object(f"{name}-{part}", manifest, in_tenant(depends_on=[*after, *registered]))
+        )
+    return registered
 
 
 def register_central(

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from components.k8s_objects import restricted_security
-from components.metrics import backup_alerts, hami_dashboard, rules, scrape
+from components.metrics import backup_alerts, dra_claims, hami_dashboard, rules, scrape
 from components.metrics.scrape import TenantSource
 from components.versions import HAMI_DASHBOARD, PINNED
 
@@ -571,6 +571,70 @@ def tenant_reader_token(reader_namespace: str) -> dict[str, Any]:
         },
         "type": "kubernetes.io/service-account-token",
     }
+
+
+# --------------------------------------------------------- a gpuSharing: dra tenant's claims
+
+DRA_CLAIMS = scrape.DRA_CLAIMS_COMPONENT
+DRA_CLAIMS_RESOURCES = {
+    "requests": {"cpu": "10m", "memory": "32Mi"},
+    "limits": {"memory": "64Mi"},
+}
+# components.metrics.dra_claims is the program: standard library only, run by the same pinned
+# stdlib Python image as Grafana's fetch (``python3 -c``, as FETCH_SCRIPT), so no ConfigMap and
+# no image of the platform's own. Its source is in the pod template: a changed exporter rolls.
+DRA_CLAIMS_SCRIPT = Path(dra_claims.__file__).read_text()
+_NOBODY = 65534
+
+
+def dra_claims_exporter(namespace: str) -> list[dict[str, Any]]:
+    """Inside a ``gpuSharing: dra`` tenant: the claims exporter (``dra_claims``) with a
+    ServiceAccount that may only list ResourceClaims and ResourceSlices (resource.k8s.io), the
+    two kinds it reads; the tenant's agent scrapes it through the pod proxy
+    (``scrape.DRA_CLAIMS_SOURCE``)."""
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _meta(DRA_CLAIMS, namespace, DRA_CLAIMS),
+    }
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": DRA_CLAIMS, "labels": _labels(DRA_CLAIMS)},
+        "rules": [
+            {
+                "apiGroups": ["resource.k8s.io"],
+                "resources": ["resourceclaims", "resourceslices"],
+                "verbs": ["list"],
+            }
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": DRA_CLAIMS, "labels": _labels(DRA_CLAIMS)},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": DRA_CLAIMS,
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": DRA_CLAIMS, "namespace": namespace}],
+    }
+    container = {
+        "name": "exporter",
+        "image": PINNED.completer_image,
+        "command": ["python3", "-c", DRA_CLAIMS_SCRIPT],
+        "ports": [{"name": "metrics", "containerPort": dra_claims.PORT}],
+        "readinessProbe": {"tcpSocket": {"port": dra_claims.PORT}},
+        "resources": DRA_CLAIMS_RESOURCES,
+        "securityContext": restricted_security(_NOBODY),
+    }
+    deployment = _deployment(DRA_CLAIMS, namespace, [container], [], _NOBODY, [])
+    template = deployment["spec"]["template"]
+    template["metadata"]["labels"]["app.kubernetes.io/component"] = DRA_CLAIMS
+    template["spec"]["serviceAccountName"] = DRA_CLAIMS
+    template["spec"]["automountServiceAccountToken"] = True  # it lists through the API server
+    return [account, role, binding, deployment]
 
 
 # ------------------------------------------------------------------------- footprint

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.metrics import backup_alerts
+from components.metrics import backup_alerts, dra_claims
 
 RULE_INTERVAL_SECONDS = 60
 GIB = 1024**3
@@ -50,6 +50,10 @@ CARDS_SHARED = "tenant:gpu_cards_shared:count"
 CONTAINER_GRANT = ("tenant", "namespace", "pod", "container_index", "device_uuid")
 CONTAINER_USE = ("tenant", "namespace", "pod", "container", "vdevice_index", "device_uuid")
 CARD = ("tenant", "node", "device_uuid")
+# A DRA device a claim holds (components.metrics.dra_claims): one sample per claim and device,
+# whichever exporter pod wrote it (two during a rollout), without its ``pod`` list, which changes
+# as the claim's reservations do.
+DRA_GRANT = ("tenant", "namespace", "claim", "driver", "pool", "device")
 QUOTA = ("tenant", "namespace", "quota_name")
 
 
@@ -68,6 +72,15 @@ _CORES_GRANTED = once("hami_vgpu_core_allocated_ratio", CONTAINER_GRANT)
 _CORES_BILLED = f"(({_CORES_GRANTED}) > 0) or (({_CORES_GRANTED}) * 0 + 100)"
 
 
+# A gpuSharing: dra tenant's claims, billed in the same units beside HAMi's grants: a whole DRA
+# device is one card (its ``allocated_cards`` is 1, as percent 100 beside HAMi's) and its
+# memory; ``or`` keeps every grant of both sides (their label sets never match), and HAMi's
+# grants are summed and divided exactly as before (dividing each first changed 0.9 into
+# 0.8999999999999999).
+_DRA_CARDS = once(dra_claims.CARDS, DRA_GRANT)
+_DRA_MEMORY = once(dra_claims.MEMORY, DRA_GRANT)
+
+
 def _quota(name: str) -> str:
     return once(f'hami_resource_quota_limit{{quota_name="{name}"}}', QUOTA)
 
@@ -79,9 +92,10 @@ def _quota(name: str) -> str:
 GAUGES: tuple[tuple[str, str], ...] = (
     (
         MEMORY_ALLOCATED,
-        f"sum by (tenant) ({once('hami_vgpu_memory_allocated_bytes', CONTAINER_GRANT)}) / {GIB}",
+        f"sum by (tenant) ({once('hami_vgpu_memory_allocated_bytes', CONTAINER_GRANT)}"
+        f" or {_DRA_MEMORY}) / {GIB}",
     ),
-    (CORES_ALLOCATED, f"sum by (tenant) ({_CORES_BILLED}) / 100"),
+    (CORES_ALLOCATED, f"sum by (tenant) ({_CORES_BILLED} or {_DRA_CARDS} * 100) / 100"),
     (
         MEMORY_USED,
         f"sum by (tenant) ({once('hami_vgpu_memory_used_bytes', CONTAINER_USE)}) / {GIB}",
@@ -139,7 +153,7 @@ class Alert:
 
 # The jobs the platform's scrape configuration names (components.metrics.scrape; written here,
 # not imported: the rules are the lower layer).
-_SCRAPED = "hami-scheduler|hami-device-plugin|dcgm-exporter"
+_SCRAPED = "hami-scheduler|hami-device-plugin|dcgm-exporter|dra-claims"
 _AGENT = 'up{job="gpu-metrics-agent"}'
 
 # A gap in the series is a gap in the bill: nothing re-evaluates a recording rule over samples

@@ -36,8 +36,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from components.metrics import dra_claims
 from components.metrics.series import (
     DCGM_SERIES,
+    DRA_SERIES,
     MONITOR_SERIES,
     SCHEDULER_SERIES,
     TENANT_LABEL,
@@ -267,3 +269,22 @@ def dcgm_source(namespace: str) -> TenantSource:
     assets/state-dcgm-exporter/0800_daemonset.yaml: pods labelled app=nvidia-dcgm-exporter, port
     9400; on by default, deployments/gpu-operator/values.yaml:299-300)."""
     return TenantSource("dcgm-exporter", namespace, "app=nvidia-dcgm-exporter", 9400, DCGM_SERIES)
+
+
+# A gpuSharing: dra tenant's claims exporter (components.metrics.dra_claims): the platform's own
+# pod in HAMi's namespace, where the agent's reader may already list pods and use their proxy.
+DRA_CLAIMS_COMPONENT = "gpu-platform-dra-claims"
+DRA_CLAIMS_SOURCE = TenantSource(
+    "dra-claims",
+    HAMI_NAMESPACE,
+    f"app.kubernetes.io/component={DRA_CLAIMS_COMPONENT}",
+    dra_claims.PORT,
+    DRA_SERIES,
+)
+
+
+def tenant_sources(gpu_sharing: str, substrate: Sequence[TenantSource]) -> tuple[TenantSource, ...]:
+    """What a tenant's agent scrapes: HAMi, the substrate's sources, and a ``dra`` tenant's
+    claims exporter."""
+    dra = (DRA_CLAIMS_SOURCE,) if gpu_sharing == "dra" else ()
+    return (*HAMI_SOURCES, *substrate, *dra)

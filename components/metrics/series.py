@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from components.metrics import dra_claims
+
 
 @dataclass(frozen=True)
 class Series:
@@ -36,6 +38,8 @@ _DCGM_LABELS = (
 )
 
 PROMETHEUS_SERIES = "prometheus/prometheus v3.5.0"
+DRA_SERIES = "gpu-platform components/metrics/dra_claims.py"
+DRA_LABELS = dra_claims.LABELS
 
 # The HAMi scheduler registers its collector under a constant ``zone="vGPU"`` label
 # (cmd/scheduler/metrics.go:409, initMetrics :417).
@@ -225,6 +229,13 @@ TRACED: Mapping[str, Series] = MappingProxyType(
                 "kube_pod_init_container_status_terminated_reason",
                 (*_KSM_POD, "container", "reason"),
                 f"{_KSM}/pod.go:1056-1067",
+            ),
+            # The platform's own DRA claims exporter (components.metrics.dra_claims): which
+            # device each ResourceClaim of a gpuSharing: dra tenant holds; no upstream exporter
+            # at the pinned tags writes it (that module's docstring says why).
+            *(
+                Series(name, DRA_LABELS, DRA_SERIES)
+                for name in (dra_claims.CARDS, dra_claims.MEMORY)
             ),
         )
     }

@@ -50,9 +50,11 @@ def judge_allocation(
     granted_cores: int,
     memory_gib: float | None,
     cards: float | None,
+    granted_by: str = "HAMi granted its pods",
 ) -> Verdict:
-    """The tenant's series against HAMi's grants; a tenant that holds nothing, or has no series,
-    fails: 0 = 0 would pass for an agent that never remote-writes."""
+    """The tenant's series against HAMi's grants (a ``dra`` tenant's: what its claims hold,
+    ``granted_by`` saying so); a tenant that holds nothing, or has no series, fails: 0 = 0 would
+    pass for an agent that never remote-writes."""
     verdict = Verdict(
         facts={
             "grantedMiB": granted_mib,
@@ -73,19 +75,19 @@ def judge_allocation(
             if v is None
         ]
         verdict.problems.append(
-            f"{tenant}: no {' or '.join(missing)} series although HAMi granted its pods "
+            f"{tenant}: no {' or '.join(missing)} series although {granted_by} "
             f"{granted_mib} MiB / {granted_cores} % (its metrics agent or the recording rules)"
         )
         return verdict
     if abs(memory_gib * 1024 - granted_mib) > TOLERANCE_MIB:
         verdict.problems.append(
             f"{tenant}: {rules.MEMORY_ALLOCATED} says {memory_gib * 1024:.0f} MiB, "
-            f"HAMi granted its pods {granted_mib} MiB"
+            f"{granted_by} {granted_mib} MiB"
         )
     if abs(cards * 100 - granted_cores) > TOLERANCE_CORES:
         verdict.problems.append(
             f"{tenant}: {rules.CORES_ALLOCATED} says {cards * 100:.1f} %, "
-            f"HAMi granted its pods {granted_cores} %"
+            f"{granted_by} {granted_cores} %"
         )
     return verdict
 

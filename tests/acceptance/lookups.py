@@ -104,3 +104,11 @@ def is_mock_device_plugin(daemonset: Mapping[str, Any]) -> bool:
         return True
     containers = (template.get("spec") or {}).get("containers") or []
     return any(MOCK_PLUGIN_IMAGE in str(c.get("image", "")) for c in containers)
+
+
+# A ``gpuSharing: dra`` tenant's driver in the lab: kubernetes-sigs/dra-example-driver v0.4.0,
+# whose driver name defaults to "<deviceProfile>.example.com" with deviceProfile "gpu"
+# (deployments/helm/dra-example-driver/templates/_helpers.tpl:129, values.yaml:17-21); the
+# platform names its DeviceClass the same (components/lab/dra_driver.py DEVICE_CLASS).
+DRA_DRIVER = "gpu.example.com"
+DRA_DEVICE_CLASS = DRA_DRIVER

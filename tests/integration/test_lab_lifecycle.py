@@ -67,6 +67,9 @@ REAL_GPU_ONLY = GPU_TEST_IDS
 # Opt-in drills change the deployed stack for good (TC-19 upgrades a tenant, TC-20 rolls one back
 # to a backup): not run here.
 OPT_IN_DRILLS = ("TC-19", "TC-20")
+# The DRA cases run on a gpuSharing: dra tenant; Pulumi.lab.yaml's tenants are all hami, so they
+# skip there (tests/acceptance/test_tc22_25_dra.py), never pass or fail.
+DRA_ONLY = ("TC-22", "TC-23", "TC-24", "TC-25")
 
 
 def missing_requirements(
@@ -210,6 +213,9 @@ def test_lab_up_acceptance_destroy(tmp_path: Path) -> None:
         not_skipped = {tc: verdicts.get(tc, "missing") for tc in REAL_GPU_ONLY}
         not_skipped = {tc: v for tc, v in not_skipped.items() if v != "skipped"}
         assert not not_skipped, f"real-GPU tests did not skip on mock GPUs: {not_skipped}"
+        dra = {tc: verdicts.get(tc, "missing") for tc in DRA_ONLY}
+        dra = {tc: v for tc, v in dra.items() if v != "skipped"}
+        assert not dra, f"DRA cases did not skip on a lab without a dra tenant: {dra}"
         drills = {tc: verdicts.get(tc, "missing") for tc in OPT_IN_DRILLS}
         drills = {tc: v for tc, v in drills.items() if v != "skipped"}
         assert not drills, f"opt-in drills ran without being asked to: {drills}"

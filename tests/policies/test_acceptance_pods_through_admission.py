@@ -46,8 +46,10 @@ from tests.acceptance import (
     test_tc17_admission_policies,
     test_tc18_chargeback,
     test_tc21_management_drill,
+    test_tc22_25_dra,
 )
 from tests.acceptance.admission_model import expected_answer, refusal_problem
+from tests.acceptance.dra_evidence import plan_dra
 from tests.acceptance.gpu_live import GpuTarget
 from tests.acceptance.gpu_plan import INTERFERENCE_SHARES, reclaim_sizes
 from tests.acceptance.gpu_workloads import PROBE_IMAGE
@@ -187,16 +189,38 @@ def suite_pods(
         "TC-18", "chargeback_share_pod", name, test_tc18_chargeback.chargeback_share_pod(RUN_ID)
     )
     yield SuitePod("TC-21", "dry_run_pod", name, test_tc21_management_drill.dry_run_pod(RUN_ID))
+    dra = plan_dra(platform)
+    if dra is not None and dra.tenant == name:
+        yield SuitePod(
+            "TC-22/24/25", "dra_whole_card_pod", name, test_tc22_25_dra.dra_whole_card_pod(RUN_ID)
+        )
+        yield SuitePod("TC-23", "dra_refused_pod", name, test_tc22_25_dra.dra_refused_pod(RUN_ID))
+        holder = test_tc22_25_dra.dra_whole_card_pod(RUN_ID, test_tc18_chargeback.DRA_HOLDER)
+        yield SuitePod("TC-18", "dra_whole_card_pod", name, holder)
     yield SuitePod("TC-17", "good_gpu_pod", name, test_tc17_admission_policies.good_gpu_pod(RUN_ID))
     for planned in tc17_plans:
         body = test_tc17_admission_policies.tc17_pod(planned.case, RUN_ID)
         yield SuitePod("TC-17", "tc17_pod", name, body, expect=f"tc17:{planned.rule}")
 
 
+# The lab with tenant-a on DRA (tests/unit/test_dra_config.py): the stack files' tenants are all
+# HAMi's, and the DRA cases (TC-22 ... TC-25) build their pods only for a dra tenant.
+LAB_DRA = "lab-dra"
+
+
+def _platform(stack: str) -> PlatformConfig:
+    if stack == LAB_DRA:
+        from components.stack import parse_platform
+        from tests.unit.test_dra_config import dra_lab
+
+        return parse_platform(dra_lab())
+    return load_platform(stack)
+
+
 def _cases() -> list[tuple[str, PlatformConfig, Tenant]]:
     found = []
-    for stack in ("lab", "prod"):
-        platform = load_platform(stack)
+    for stack in ("lab", "prod", LAB_DRA):
+        platform = _platform(stack)
         found += [(stack, platform, tenant) for tenant in platform.tenants]
     return found
 
@@ -207,7 +231,7 @@ CASES = _cases()
 @functools.cache
 def tc17_plans(stack: str, tenant_name: str) -> list[Any]:
     """TC-17's plan for one tenant (cached: each case is evaluated with cel-python, ~40 ms)."""
-    platform = load_platform(stack)
+    platform = _platform(stack)
     tenant = next(t for t in platform.tenants if t.name == tenant_name)
     return test_tc17_admission_policies.plan_cases(platform, tenant, RUN_ID)
 
@@ -313,7 +337,7 @@ SENT = {
     "oversized_pod", "accumulation_pod", "cards_over_quota_pod", "memory_over_quota_pod",
     "memory_cap_pod", "unrestricted_compute_pod", "limited_compute_pod", "holding_pod",
     "newcomer_pod", "interference_pod", "hog_pod", "waiter_pod", "good_gpu_pod", "tc17_pod",
-    "chargeback_share_pod", "dry_run_pod",
+    "chargeback_share_pod", "dry_run_pod", "dra_whole_card_pod", "dra_refused_pod",
     # the builders themselves, one calling another
     "probe_pod", "compute_pod", "probe_body", "compute_body",
 }  # fmt: skip

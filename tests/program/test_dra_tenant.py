@@ -220,3 +220,38 @@ def test_dra_claims_has_nothing_to_say_on_the_dra_lab(
     recording: Recording,
 ) -> None:
     assert _dra_findings(recording, lambda reg, props: None) == []
+
+
+def test_the_dra_tenant_gets_its_claims_exporter_and_its_agent_scrapes_it(
+    recording: Recording,
+) -> None:
+    """Chargeback from claims (issue 43): only the dra tenant runs the claims exporter, and only
+    its agent has the ``dra-claims`` job, keeping the exporter's two series."""
+    import yaml
+
+    from components.metrics import dra_claims
+
+    names = {r.name for r in recording.resources}
+    parts = ("account", "role", "binding", "exporter")
+    assert {f"tenant-a-metrics-dra-claims-{p}" for p in parts} <= names
+    assert not {n for n in names if n.startswith("tenant-b-metrics-dra-claims")}
+    jobs = {}
+    for resource in _named(recording, "-metrics-agent-config"):
+        config = yaml.safe_load(next(iter(resource.inputs["data"].values())))
+        jobs[resource.name] = {j["job_name"]: j for j in config["scrape_configs"]}
+    assert "dra-claims" not in jobs["tenant-b-metrics-agent-config"]
+    job = jobs["tenant-a-metrics-agent-config"]["dra-claims"]
+    kept = job["metric_relabel_configs"][0]["regex"]
+    assert kept == "|".join(sorted((dra_claims.CARDS, dra_claims.MEMORY)))
+    (exporter,) = _named(recording, "tenant-a-metrics-dra-claims-exporter")
+    pod = exporter.inputs["spec"]["template"]
+    assert pod["metadata"]["labels"]["app.kubernetes.io/component"] == "gpu-platform-dra-claims"
+    assert pod["spec"]["serviceAccountName"] == "gpu-platform-dra-claims"
+    (role,) = _named(recording, "tenant-a-metrics-dra-claims-role")
+    assert role.inputs["rules"] == [
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceclaims", "resourceslices"],
+            "verbs": ["list"],
+        }
+    ]

@@ -35,3 +35,16 @@ def test_a_tenant_without_a_series_or_a_grant_is_never_judged_zero_equals_zero()
     silent = judge_allocation("tenant-a", 1024, 5, None, None)
     assert not silent.ok
     assert "no tenant:gpu_memory_allocated_gib:sum or" in silent.explain()
+
+
+def test_a_dra_tenants_series_is_judged_against_what_its_claims_hold() -> None:
+    """Issue 43: a dra tenant holding one whole 80Gi card (81,920 MiB, 100 %) passes with the
+    series the claims exporter feeds, and fails, naming its claims, without them."""
+    from tests.acceptance.chargeback import judge_allocation
+
+    held = "its ResourceClaims hold"
+    assert judge_allocation("tenant-c", 81920, 100, 80.0, 1.0, granted_by=held).ok
+    missing = judge_allocation("tenant-c", 81920, 100, None, None, granted_by=held)
+    assert "although its ResourceClaims hold 81920 MiB / 100 %" in missing.explain()
+    short = judge_allocation("tenant-c", 81920, 100, 80.0, 0.0, granted_by=held)
+    assert "its ResourceClaims hold 100 %" in short.explain()

@@ -1279,10 +1279,19 @@ def test_the_lab_declares_what_the_integration_run_requires_to_pass() -> None:
     """test_lab_lifecycle requires TC-04..06 and TC-10 to pass on the lab: the lab has a sharing
     pool and quotas on every tenant, and every lab pool runs the mock device plugin (TC-00/02).
     The real-GPU tests (TC-11 ... TC-15) must skip there instead."""
-    from tests.integration.test_lab_lifecycle import OPT_IN_DRILLS, REAL_GPU_ONLY, REQUIRED_PASSED
+    from tests.acceptance.dra_evidence import plan_dra
+    from tests.integration.test_lab_lifecycle import (
+        DRA_ONLY,
+        OPT_IN_DRILLS,
+        REAL_GPU_ONLY,
+        REQUIRED_PASSED,
+    )
 
     platform = lab_platform()
-    assert set(REQUIRED_PASSED) | set(REAL_GPU_ONLY) | set(OPT_IN_DRILLS) == suite_ids()
+    groups = (REQUIRED_PASSED, REAL_GPU_ONLY, OPT_IN_DRILLS, DRA_ONLY)
+    assert set().union(*groups) == suite_ids()
+    assert sum(len(set(g)) for g in groups) == len(suite_ids())  # no id in two groups
+    assert plan_dra(platform) is None  # so the DRA cases skip on the lab
     assert not set(REQUIRED_PASSED) & set(REAL_GPU_ONLY)
     assert not (set(REQUIRED_PASSED) | set(REAL_GPU_ONLY)) & set(OPT_IN_DRILLS)
     assert stack.plan_sharing(platform) is not None

@@ -540,3 +540,124 @@ def test_a_grant_is_billed_within_the_documented_sampling_bound(
     candidates = [n for n in range(0, 61) if abs(n * interval - held) <= BOUND_SECONDS]
     billed = [n for n in candidates if _one_grant_bill(tmp_path, first, end, n)]
     assert len(billed) == 1, (held, candidates, billed)
+
+
+# ------------------------------------------------------------- a gpuSharing: dra tenant's claims
+
+# One whole card of dra-example-driver (80Gi, components.metrics.dra_claims) held by a claim of
+# tenant-c, as the tenant's agent labels the exporter's series.
+DRA_CLAIM = (
+    'namespace="ml",claim="train-0-gpu-x7k2p",pod="train-0",driver="gpu.example.com",'
+    'pool="tenant-c-a100-0",device="gpu-0",tenant="tenant-c",job="dra-claims",'
+    'instance="gpu-platform-dra-claims-5d8f9-abcde",source="dra-claims"'
+)
+DRA_CARD_BYTES = 80 * 1024**3
+
+
+def _dra_series(labels: str = DRA_CLAIM, cards: float = 1.0) -> tuple[tuple[str, float], ...]:
+    return (
+        (f"gpu_platform_dra_device_allocated_cards{{{labels}}}", cards),
+        (f"gpu_platform_dra_device_memory_allocated_bytes{{{labels}}}", DRA_CARD_BYTES * cards),
+    )
+
+
+def _dra_tests(cards: float = 1.0) -> list[dict[str, Any]]:
+    """HAMi's tenants exactly as without DRA, and tenant-c's claim: ``cards`` cards and its
+    memory while held (30 min), nothing once the claim's series are stale (55 min), and
+    40 minutes of it in the hour's integral."""
+    expected = scenario.expected_per_tenant()
+    gauges = {
+        rules.MEMORY_ALLOCATED: ("mem_alloc", 1.0, 80.0 * cards),
+        rules.CORES_ALLOCATED: ("core_alloc", 0.0, cards),
+    }
+    tests: list[dict[str, Any]] = []
+    for gauge, (key, spoof, dra) in gauges.items():
+        hami = {
+            tenant: row[key] + (spoof if tenant == "tenant-a" else 0.0)
+            for tenant, row in expected.items()
+        }
+        samples = [_sample(gauge, tenant, value) for tenant, value in hami.items()]
+        tests.append(
+            {
+                "expr": gauge,
+                "eval_time": "30m",
+                "exp_samples": [*samples, _sample(gauge, "tenant-c", dra)],
+            }
+        )
+        tests.append({"expr": gauge, "eval_time": "55m", "exp_samples": []})
+        record = rules.hours_name(gauge)
+        hours = SAMPLES / 60
+        tests.append(
+            {
+                "expr": record,
+                "eval_time": "60m",
+                "exp_samples": [
+                    *(_sample(record, t, v * hours) for t, v in hami.items()),
+                    # as the rule sums it: 40 samples, then * 60 / 3600
+                    _sample(
+                        record,
+                        "tenant-c",
+                        dra * SAMPLES * rules.RULE_INTERVAL_SECONDS / 3600,
+                    ),
+                ],
+            }
+        )
+    return tests
+
+
+def test_a_dra_tenants_claim_is_billed_and_hamis_bill_is_unchanged(tmp_path: Path) -> None:
+    """Issue 43: a whole DRA card held 40 minutes bills 1 card and 80 GiB while held, 40/60
+    card-hours and GiB-hours in the hour, nothing once released (its series stale); HAMi's
+    tenants get the values they get without it."""
+    path = _test_file(tmp_path, rules.rule_groups(), _dra_tests(), _dra_series())
+    result = _promtool(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_two_dra_exporter_pods_bill_a_claim_once(tmp_path: Path) -> None:
+    second = DRA_CLAIM.replace("5d8f9-abcde", "5d8f9-fghij").replace('pod="train-0"', 'pod=""')
+    extra = (*_dra_series(), *_dra_series(second))
+    result = _promtool(_test_file(tmp_path, rules.rule_groups(), _dra_tests(), extra))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_dra_share_bills_its_fraction(tmp_path: Path) -> None:
+    """With DRAConsumableCapacity (off at v1.35) the exporter writes the consumed share."""
+    path = _test_file(tmp_path, rules.rule_groups(), _dra_tests(0.25), _dra_series(cards=0.25))
+    result = _promtool(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_rules_of_before_did_not_bill_a_dra_claim(tmp_path: Path) -> None:
+    """The check can fail: HAMi's rules alone (as they were) leave tenant-c out."""
+    groups = rules.rule_groups()
+    for rule in groups["groups"][0]["rules"]:
+        if rule["record"] == rules.MEMORY_ALLOCATED:
+            granted = rules.once("hami_vgpu_memory_allocated_bytes", rules.CONTAINER_GRANT)
+            rule["expr"] = f"sum by (tenant) ({granted}) / {rules.GIB}"
+        if rule["record"] == rules.CORES_ALLOCATED:
+            rule["expr"] = f"sum by (tenant) ({rules._CORES_BILLED}) / 100"
+    assert _promtool(_test_file(tmp_path, groups, _dra_tests(), _dra_series())).returncode != 0
+
+
+def test_make_usage_reports_the_dra_tenant(tmp_path: Path) -> None:
+    """``make usage``'s own queries (usage.queries, over the last hour at 60 min) give tenant-c
+    its 40 minutes of one card (and its 80 GiB), beside HAMi's tenants."""
+    wanted = {"cores_allocated_card_hours": 1.0, "memory_allocated_gib_hours": 80.0}
+    tests = [
+        {
+            "expr": f'{query} and on (tenant) {{tenant="tenant-c"}}',
+            "eval_time": "60m",
+            # the summed samples, then * 60 / 3600, as the query computes it
+            "exp_samples": [
+                {
+                    "labels": '{tenant="tenant-c"}',
+                    "value": wanted[quantity] * SAMPLES * rules.RULE_INTERVAL_SECONDS / 3600,
+                }
+            ],
+        }
+        for quantity, query in usage.queries("1h").items()
+        if quantity in wanted
+    ]
+    result = _promtool(_test_file(tmp_path, rules.rule_groups(), tests, _dra_series()))
+    assert result.returncode == 0, result.stdout + result.stderr
