@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "1a95ef38e69cf5e12d576a92da2f6f2f886668bd"
+BASELINE = "720030d72ed3a4154f1d74126b5dadca71f56765"
 
 
 def _has_commit(commit: str) -> bool:
