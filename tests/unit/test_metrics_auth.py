@@ -343,6 +343,16 @@ def test_a_real_prometheus_refuses_queries_and_writes_without_the_password(
                 ],
             )
         )
+        # Both start at once: each Prometheus takes ~5 s before its first scrape (the discovery
+        # manager's update throttle), so the agent's wait overlaps the central server's.
+        stack.enter_context(
+            _prometheus(
+                tmp_path / "agent",
+                agent_port,
+                agent_config,
+                ["--enable-feature=agent", f"--storage.agent.path={tmp_path / 'agent' / 'wal'}"],
+            )
+        )
 
         def probe(with_client_file: bool) -> bool:
             """The pod's readiness probe: ``promtool check ready`` where this promtool has it
@@ -374,15 +384,6 @@ def test_a_real_prometheus_refuses_queries_and_writes_without_the_password(
         assert _status(write, PASSWORD, data=b"") not in (401, 404)
         # Its own scrape, with the password file, through its own basic auth.
         _wait(lambda: _values(base, 'up{job="central"}') == ["1"], "the self-scrape's up == 1")
-
-        stack.enter_context(
-            _prometheus(
-                tmp_path / "agent",
-                agent_port,
-                agent_config,
-                ["--enable-feature=agent", f"--storage.agent.path={tmp_path / 'agent' / 'wal'}"],
-            )
-        )
         _wait(lambda: _values(base, 'up{job="agent"}') == ["1"], "the agent's samples centrally")
 
 
