@@ -655,6 +655,7 @@ class GpuTenant(pulumi.ComponentResource):
             sources=self._metrics_sources(),
             scrape_interval=self._platform.metrics.scrape_interval,
             write_to=metrics.agents_write_to(self._platform.metrics),
+            password=self._management.metrics_password,
             in_tenant=self._in_tenant,
             on_management=self._site.on_management,
             after=[self._namespaces[ns] for ns in self._reader_namespaces()],

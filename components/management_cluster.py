@@ -212,9 +212,11 @@ class ManagementCluster(pulumi.ComponentResource):
             [kamaji, *datastore],
         )
         services = substrate.management_services(site, access, cert_manager, kamaji_ready)
+        # The central Prometheus' password, which every tenant's agent sends (docs/metrics.md).
+        self.metrics_password: pulumi.Output[str] | None = None
         if platform.metrics.enabled:
             # The central Prometheus and Grafana (docs/metrics.md); tenants do not wait for them.
-            metrics.register_central(
+            central = metrics.register_central(
                 name,
                 retention=platform.metrics.retention,
                 scrape_interval=platform.metrics.scrape_interval,
@@ -222,8 +224,10 @@ class ManagementCluster(pulumi.ComponentResource):
                 kamaji_namespace=KAMAJI_NAMESPACE,
                 storage=substrate.metrics_storage(platform),
                 opts=site.k8s_opts,
+                password=lambda: site.generated_secret("metrics-prometheus-password"),
                 operator=platform.metrics.prometheus_operator,
             )
+            self.metrics_password = central.password
         self.default_datastore = (
             pulumi.Output.from_input(DEFAULT_DATASTORE) if default_etcd is not None else None
         )

@@ -411,6 +411,22 @@ class ManagementSite:
             opts=self.k8s_opts(depends_on),
         )
 
+    def generated_secret(self, suffix: str) -> pulumi.Output[str]:
+        """32 random bytes as hex (``new-secret.sh``), made once on the host running Pulumi,
+        lab or prod alike: ``delete`` does nothing and nothing triggers a replacement, so the
+        value stays in the stack's state, as a secret, until the resource is replaced
+        (``pulumi up --replace``)."""
+        command = local.Command(
+            f"{self.name}-{suffix}",
+            create=read_script("management", "new-secret.sh"),
+            delete=NOTHING_TO_DELETE,
+            interpreter=list(BASH),
+            opts=pulumi.ResourceOptions(
+                parent=self.component, additional_secret_outputs=["stdout"]
+            ),
+        )
+        return pulumi.Output.secret(command.stdout.apply(str.strip))
+
     def gate(
         self,
         suffix: str,

@@ -7,13 +7,20 @@ port-forward`` to the central Prometheus' Service, on 127.0.0.1 (the kubeconfig 
 private temporary file and removed; it is never printed). Not the API server's service proxy:
 the metrics namespace admits no address from outside the pod network (docs/metrics.md).
 
-Usage: ``python scripts/usage.py (--prometheus URL | --kubeconfig-stdin) [--window 7d]
-[--tenant NAME] [--end 2026-12-01T00:00:00Z] [--format table|csv|json] [--output FILE]``
+The central Prometheus asks for basic auth (components/metrics/auth.py): through the management
+kubeconfig the password is read from its Secret with ``kubectl get secret`` (captured, never on
+argv or in a message); with ``--prometheus``, from ``--password-file``.
+
+Usage: ``python scripts/usage.py (--prometheus URL [--password-file FILE] | --kubeconfig-stdin)
+[--window 7d] [--tenant NAME] [--end 2026-12-01T00:00:00Z] [--format table|csv|json]
+[--output FILE]``
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import contextlib
 import json
 import os
@@ -22,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
@@ -31,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.metrics import objects, usage
+from components.metrics import auth, objects, usage
 from components.metrics.scrape import PROMETHEUS_PORT
 
 # kubectl's first line once the tunnel listens: "Forwarding from 127.0.0.1:40123 -> 9090".
@@ -47,13 +55,70 @@ def _path(expr: str, end: datetime) -> str:
     return f"/api/v1/query?{params}"
 
 
-def http_query(base_url: str, end: datetime) -> Query:
+def http_query(base_url: str, end: datetime, password: str | None = None) -> Query:
+    """Instant queries at ``end``; with ``password``, with the central Prometheus' basic auth."""
+    headers = {}
+    if password is not None:
+        pair = base64.b64encode(f"{auth.USERNAME}:{password}".encode()).decode()
+        headers["Authorization"] = f"Basic {pair}"
+
     def query(expr: str) -> Mapping[str, Any]:
-        with urllib.request.urlopen(base_url.rstrip("/") + _path(expr, end), timeout=60) as reply:
-            result: Mapping[str, Any] = json.load(reply)
-            return result
+        request = urllib.request.Request(base_url.rstrip("/") + _path(expr, end), headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as reply:
+                result: Mapping[str, Any] = json.load(reply)
+                return result
+        except urllib.error.HTTPError as error:
+            if error.code == 401:
+                raise usage.UsageError(
+                    "the central Prometheus refused the credential (401): "
+                    + ("a wrong password" if password is not None else "no password given")
+                ) from None
+            raise
 
     return query
+
+
+def read_password(kubeconfig: Path, kubectl: str = "kubectl") -> str:
+    """The central Prometheus' password, from its Secret in the metrics namespace (kubectl's
+    output is captured: the password is never printed nor on any command line)."""
+    done = subprocess.run(
+        [
+            kubectl,
+            "--kubeconfig",
+            str(kubeconfig),
+            "get",
+            "secret",
+            "--namespace",
+            objects.METRICS_NAMESPACE,
+            objects.AUTH_SECRET,
+            "--output",
+            f"jsonpath={{.data.{auth.PASSWORD_KEY}}}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    where = f"{objects.METRICS_NAMESPACE}/{objects.AUTH_SECRET}"
+    if done.returncode != 0:
+        raise usage.UsageError(f"kubectl get secret {where}: {done.stderr.strip() or 'failed'}")
+    try:
+        password = base64.b64decode(done.stdout.strip(), validate=True).decode().strip()
+    except (binascii.Error, UnicodeDecodeError):
+        password = ""
+    if not password:
+        raise usage.UsageError(f"secret {where} holds no {auth.PASSWORD_KEY}")
+    return password
+
+
+def password_from_file(path: str | None) -> str | None:
+    if path is None:
+        return None
+    password = Path(path).read_text().strip()
+    if not password:
+        raise usage.UsageError(f"--password-file {path}: empty")
+    return password
 
 
 @contextlib.contextmanager
@@ -149,6 +214,11 @@ def main(argv: list[str]) -> int:
     source.add_argument(
         "--kubeconfig-stdin", action="store_true", help="the management kubeconfig on stdin"
     )
+    parser.add_argument(
+        "--password-file",
+        help="with --prometheus: a file holding the central Prometheus' password "
+        "(through the kubeconfig it is read from its Secret)",
+    )
     parser.add_argument("--window", default="7d", help="e.g. 24h, 7d, 4w (default 7d)")
     parser.add_argument("--tenant", help="one tenant's usage only (every query selects it)")
     parser.add_argument("--end", help="the window's end, UTC (default: now)")
@@ -160,7 +230,8 @@ def main(argv: list[str]) -> int:
         usage.checked_tenant(args.tenant)
         end = parse_end(args.end)
         if args.prometheus:
-            return run(args, http_query(args.prometheus, end), end)
+            password = password_from_file(args.password_file)
+            return run(args, http_query(args.prometheus, end, password), end)
         kubeconfig = sys.stdin.read()
         if not kubeconfig.strip():
             raise usage.UsageError("no kubeconfig on stdin: deploy the stack first (make lab)")
@@ -168,8 +239,9 @@ def main(argv: list[str]) -> int:
         try:
             with os.fdopen(fd, "w") as handle:
                 handle.write(kubeconfig)
+            password = read_password(Path(name))
             with port_forward(Path(name)) as base_url:
-                return run(args, http_query(base_url, end), end)
+                return run(args, http_query(base_url, end, password), end)
         finally:
             os.unlink(name)
     except usage.UsageError as error:

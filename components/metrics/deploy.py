@@ -6,6 +6,7 @@ own agent and nothing else changes). The manifests come from ``components.metric
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import MetricsSettings, PrometheusOperatorSettings
 from components.k8s_objects import typed_object
-from components.metrics import backup_alerts, objects
+from components.metrics import auth, backup_alerts, objects
 from components.metrics.dashboards import platform_dashboard
 from components.metrics.scrape import DRA_CLAIMS_SOURCE, TenantSource
 
@@ -37,6 +38,9 @@ CENTRAL_PARTS = (
     "metrics-policy-default-deny-ingress",
     "metrics-policy-allow-prometheus-clients",
     "metrics-policy-allow-prometheus-scrapes",
+    "metrics-prometheus-password",
+    "metrics-prometheus-auth",
+    "metrics-prometheus-web-config",
     "metrics-prometheus-config",
     "metrics-prometheus",
     "metrics-prometheus-service",
@@ -87,6 +91,20 @@ def register_dra_claims(
     return registered
 
 
+@dataclass(frozen=True)
+class Central:
+    """What ``register_central`` registered: the Deployments, and the password every client
+    of the platform's Prometheus sends (a secret; None where the operator's Prometheus is used:
+    the platform has no credential for it)."""
+
+    deployments: Sequence[pulumi.Resource]
+    password: pulumi.Output[str] | None
+
+
+def _secret_data(values: Mapping[str, str]) -> dict[str, str]:
+    return {key: base64.b64encode(value.encode()).decode() for key, value in values.items()}
+
+
 def register_central(
     name: str,
     *,
@@ -96,11 +114,13 @@ def register_central(
     kamaji_namespace: str,
     storage: MetricsStorage,
     opts: Callable[[Sequence[pulumi.Resource]], pulumi.ResourceOptions],
+    password: Callable[[], pulumi.Output[str]],
     operator: PrometheusOperatorSettings | None = None,
-) -> list[pulumi.Resource]:
+) -> Central:
     """The central Prometheus and Grafana, behind the namespace's NetworkPolicies
-    (``objects.network_policies``); returns the two Deployments. With ``operator``, only the
-    rules and the Kamaji scrape, as objects for the operator's Prometheus; returns none."""
+    (``objects.network_policies``) and basic auth (``auth``, the password from ``password()``,
+    called once, a secret made once per stack). With ``operator``, only the rules and the
+    Kamaji scrape, as objects for the operator's Prometheus, and no password."""
     ns = typed_object(f"{name}-metrics-ns", objects.namespace(), opts([]))
     if operator is not None:
         for suffix, manifest in (
@@ -118,19 +138,45 @@ def register_central(
                 spec=manifest["spec"],
                 opts=opts([ns]),
             )
-        return []
+        return Central(deployments=(), password=None)
     for policy in objects.network_policies():
         typed_object(f"{name}-metrics-policy-{policy['metadata']['name']}", policy, opts([ns]))
     claims = [
         typed_object(f"{name}-metrics-{claim['metadata']['name']}", claim, opts([ns]))
         for claim in storage.claims
     ]
+    secret = password()
+    auth_secret = typed_object(
+        f"{name}-metrics-prometheus-auth",
+        objects.auth_secret(),
+        opts([ns]).merge(pulumi.ResourceOptions(additional_secret_outputs=["data"])),
+        data=pulumi.Output.secret(
+            secret.apply(lambda value: _secret_data({auth.PASSWORD_KEY: value}))
+        ),
+    )
+    # The bcrypt hash is not kept secret (``auth``: bcrypt of 256 random bits), so the web
+    # config, the Deployments' digests and their diffs stay readable in the state and preview.
+    hashed: pulumi.Output[str] = pulumi.Output.unsecret(secret.apply(auth.password_hash))
+    web_map = hashed.apply(objects.web_config)
+    web = typed_object(
+        f"{name}-metrics-prometheus-web-config",
+        objects.web_config("<hash>"),
+        opts([ns]),
+        data=web_map.apply(lambda manifest: manifest["data"]),
+    )
     config_map = objects.prometheus_config(scrape_interval, kamaji_namespace, alertmanagers)
     config = typed_object(f"{name}-metrics-prometheus-config", config_map, opts([ns]))
     prometheus = typed_object(
         f"{name}-metrics-prometheus",
-        objects.prometheus_deployment(retention, storage.volume, config_map),
-        opts([ns, config, *claims]),
+        objects.prometheus_deployment(
+            retention, storage.volume, config_map, objects.web_config("<hash>")
+        ),
+        opts([ns, config, web, auth_secret, *claims]),
+        spec=web_map.apply(
+            lambda w: objects.prometheus_deployment(retention, storage.volume, config_map, w)[
+                "spec"
+            ]
+        ),
     )
     typed_object(f"{name}-metrics-prometheus-service", objects.prometheus_service(), opts([ns]))
     provisioning_map = objects.grafana_provisioning()
@@ -141,8 +187,11 @@ def register_central(
     dashboards = typed_object(f"{name}-metrics-grafana-dashboards", dashboards_map, opts([ns]))
     grafana = typed_object(
         f"{name}-metrics-grafana",
-        objects.grafana_deployment(provisioning_map, dashboards_map),
-        opts([ns, provisioning, dashboards]),
+        objects.grafana_deployment(provisioning_map, dashboards_map, objects.web_config("<hash>")),
+        opts([ns, provisioning, dashboards, web, auth_secret]),
+        spec=web_map.apply(
+            lambda w: objects.grafana_deployment(provisioning_map, dashboards_map, w)["spec"]
+        ),
     )
     typed_object(f"{name}-metrics-grafana-service", objects.grafana_service(), opts([ns]))
     # kube-state-metrics for the backup alerts (components.metrics.backup_alerts).
@@ -156,15 +205,21 @@ def register_central(
                 opts([ns, *state_account[:1]]),
             )
         )
-    return [prometheus, grafana]
+    return Central(deployments=(prometheus, grafana), password=secret)
 
 
-def _token_data(data: Any) -> dict[str, str]:
+def _token_data(data: Any, password: str | None = None) -> dict[str, str]:
     """``token`` and ``ca.crt`` of the tenant's token Secret (base64, as the API returns them);
-    empty until the tenant's token controller has filled it (a preview)."""
-    if not isinstance(data, Mapping):
-        return {}
-    return {key: data[key] for key in ("token", "ca.crt") if key in data}
+    empty until the tenant's token controller has filled it (a preview); and the central
+    Prometheus' ``password``, where the agent writes there."""
+    copied = (
+        {key: data[key] for key in ("token", "ca.crt") if key in data}
+        if isinstance(data, Mapping)
+        else {}
+    )
+    if password is not None:
+        copied.update(_secret_data({objects.AGENT_PASSWORD_KEY: password}))
+    return copied
 
 
 def register_tenant(
@@ -177,12 +232,14 @@ def register_tenant(
     sources: Sequence[TenantSource],
     scrape_interval: str,
     write_to: str | None,
+    password: pulumi.Output[str] | None,
     in_tenant: Opts,
     on_management: Opts,
     after: Sequence[pulumi.Resource],
     management_after: Sequence[pulumi.Resource],
 ) -> pulumi.Resource:
-    """One tenant's reader (inside it) and agent (in its management namespace)."""
+    """One tenant's reader (inside it) and agent (in its management namespace); ``password``:
+    the platform's Prometheus' (``Central.password``), None when it writes to ``write_to``."""
     reader = objects.tenant_reader(reader_namespace, sources)
     account = typed_object(f"{name}-metrics-reader", reader[0], in_tenant(depends_on=list(after)))
     for manifest in reader[1:]:
@@ -204,7 +261,9 @@ def register_tenant(
         f"{name}-metrics-agent-token",
         objects.agent_token_secret(management_namespace),
         on_management(depends_on=list(management_after), additional_secret_outputs=["data"]),
-        data=pulumi.Output.secret(token_data.apply(_token_data)),
+        data=pulumi.Output.secret(
+            pulumi.Output.all(token_data, password).apply(lambda parts: _token_data(*parts))
+        ),
     )
     config_map = objects.agent_config_map(
         tenant, management_namespace, api_server, sources, scrape_interval, write_to

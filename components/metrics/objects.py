@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from components.k8s_objects import restricted_security
-from components.metrics import backup_alerts, dra_claims, hami_dashboard, rules, scrape
+from components.metrics import auth, backup_alerts, dra_claims, hami_dashboard, rules, scrape
 from components.metrics.scrape import TenantSource
 from components.versions import HAMI_DASHBOARD, PINNED
 
@@ -32,6 +32,18 @@ GRAFANA = "gpu-metrics-grafana"
 GRAFANA_PORT = 3000
 AGENT = "gpu-metrics-agent"
 AGENT_TOKEN_SECRET = "gpu-metrics-agent-tenant-token"
+# The central Prometheus' basic auth (components.metrics.auth): the password, a Secret here (read
+# by Grafana, Prometheus' own scrape and probe, ``make usage`` and TC-18) and a key of each
+# agent's token Secret; the bcrypt hash and the probe's client file, a ConfigMap.
+AUTH_SECRET = "gpu-metrics-auth"
+WEB_CONFIG = "gpu-metrics-web"
+WEB_CONFIG_FILE_NAME = "web.yml"
+PROBE_CLIENT_FILE_NAME = "probe-client.yml"
+AUTH_DIR = "/etc/prometheus-auth"
+WEB_DIR = "/etc/prometheus-web"
+AGENT_PASSWORD_KEY = "prometheus-password"
+AGENT_PASSWORD_FILE = f"{scrape.TOKEN_DIR}/{AGENT_PASSWORD_KEY}"
+GRAFANA_AUTH_DIR = "/etc/grafana/prometheus-auth"
 # Inside the tenant: the agent's identity there.
 TENANT_READER = "gpu-platform-metrics-reader"
 TENANT_READER_TOKEN = "gpu-platform-metrics-reader-token"
@@ -230,7 +242,14 @@ def network_policies() -> list[dict[str, Any]]:
 def prometheus_config(
     scrape_interval: str, kamaji_namespace: str, alertmanagers: Sequence[str] = ()
 ) -> dict[str, Any]:
-    config = scrape.central_config(scrape_interval, kamaji_namespace, alertmanagers)
+    """The central Prometheus' configuration and rules; its scrape of itself carries the
+    password (``auth``: its own listener asks for it too)."""
+    config = scrape.central_config(
+        scrape_interval,
+        kamaji_namespace,
+        alertmanagers,
+        password_file=f"{AUTH_DIR}/{auth.PASSWORD_KEY}",
+    )
     # The backup alerts' source (components.metrics.backup_alerts).
     config["scrape_configs"].append(backup_alerts.scrape_job(METRICS_NAMESPACE))
     return _config_map(
@@ -249,15 +268,19 @@ def _prometheus_container(
     args: list[str],
     resources: Mapping[str, Any],
     mounts: list[dict[str, Any]],
+    readiness: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A Prometheus container (the central server or a tenant's agent): the pinned image, its
-    configuration from the ``config`` volume, readiness on ``/-/ready``, restricted."""
+    configuration from the ``config`` volume, readiness on ``/-/ready`` (``readiness``: another
+    probe), restricted."""
     return {
         "name": name,
         "image": PINNED.prometheus_image,
         "args": args,
         "ports": [{"name": "http", "containerPort": scrape.PROMETHEUS_PORT}],
-        "readinessProbe": {"httpGet": {"path": "/-/ready", "port": scrape.PROMETHEUS_PORT}},
+        "readinessProbe": dict(
+            readiness or {"httpGet": {"path": "/-/ready", "port": scrape.PROMETHEUS_PORT}}
+        ),
         "resources": resources,
         "securityContext": restricted_security(_PROMETHEUS_USER),
         "volumeMounts": [
@@ -267,12 +290,61 @@ def _prometheus_container(
     }
 
 
+def auth_secret() -> dict[str, Any]:
+    """The password's Secret (``data`` filled at deploy time, a Pulumi secret)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(AUTH_SECRET, METRICS_NAMESPACE, PROMETHEUS),
+        "type": "Opaque",
+    }
+
+
+def web_config(password_hash: str) -> dict[str, Any]:
+    """The central Prometheus' ``--web.config.file`` (``auth.web_config``: the bcrypt hash, no
+    password) and the client file its readiness probe runs promtool with (the password read
+    from the mounted Secret)."""
+    probe_client = auth.client_basic_auth(f"{AUTH_DIR}/{auth.PASSWORD_KEY}")
+    return _config_map(
+        WEB_CONFIG,
+        METRICS_NAMESPACE,
+        PROMETHEUS,
+        {
+            WEB_CONFIG_FILE_NAME: _yaml(auth.web_config(password_hash)),
+            PROBE_CLIENT_FILE_NAME: _yaml(probe_client),
+        },
+    )
+
+
+def _authenticated_readiness() -> dict[str, Any]:
+    """``promtool check ready`` inside the container (the image has it, prometheus v3.5.0
+    Dockerfile:10), with the probe client file: GET /-/ready on localhost:9090 with the basic-auth
+    pair, 200 or fail (cmd/promtool/main.go:144-146, 323-336, 540-575). An httpGet probe would
+    need the password in the pod spec; the web config exempts no path (``auth``)."""
+    return {
+        "exec": {
+            "command": [
+                "promtool",
+                "check",
+                "ready",
+                f"--http.config.file={WEB_DIR}/{PROBE_CLIENT_FILE_NAME}",
+                f"--url=http://localhost:{scrape.PROMETHEUS_PORT}",
+            ]
+        },
+        "timeoutSeconds": 5,
+    }
+
+
 def prometheus_deployment(
-    retention: str, data_volume: Mapping[str, Any], config: Mapping[str, Any]
+    retention: str,
+    data_volume: Mapping[str, Any],
+    config: Mapping[str, Any],
+    web: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The central Prometheus: remote-write receiver, rule evaluation, Kamaji scrape.
-    ``data_volume`` is the volume source of its TSDB (the substrate's: emptyDir or a claim);
-    ``config`` the ConfigMap of ``prometheus_config``."""
+    """The central Prometheus: remote-write receiver, rule evaluation, Kamaji scrape, behind
+    basic auth (``auth``). ``data_volume`` is the volume source of its TSDB (the substrate's:
+    emptyDir or a claim); ``config`` the ConfigMap of ``prometheus_config``, ``web`` that of
+    ``web_config`` (a new password changes it, and so restarts the pod)."""
     container = _prometheus_container(
         "prometheus",
         [
@@ -280,12 +352,20 @@ def prometheus_deployment(
             "--storage.tsdb.path=/prometheus",
             f"--storage.tsdb.retention.time={retention}",
             "--web.enable-remote-write-receiver",
+            f"--web.config.file={WEB_DIR}/{WEB_CONFIG_FILE_NAME}",
         ],
         PROMETHEUS_RESOURCES,
-        [{"name": "data", "mountPath": "/prometheus"}],
+        [
+            {"name": "data", "mountPath": "/prometheus"},
+            {"name": "web", "mountPath": WEB_DIR, "readOnly": True},
+            {"name": "auth", "mountPath": AUTH_DIR, "readOnly": True},
+        ],
+        readiness=_authenticated_readiness(),
     )
     volumes = [
         {"name": "config", "configMap": {"name": PROMETHEUS}},
+        {"name": "web", "configMap": {"name": WEB_CONFIG}},
+        {"name": "auth", "secret": {"secretName": AUTH_SECRET}},
         {"name": "data", **dict(data_volume)},
     ]
     return _deployment(
@@ -294,7 +374,7 @@ def prometheus_deployment(
         [container],
         volumes,
         _PROMETHEUS_USER,
-        [config],
+        [config, web],
         recreate=True,
     )
 
@@ -315,6 +395,18 @@ def grafana_provisioning() -> dict[str, Any]:
                 "url": prometheus_url(),
                 "isDefault": True,
                 "editable": False,
+                # The central Prometheus' basic auth (``auth``): the password is read from the
+                # mounted Secret when Grafana provisions the datasource, through its file
+                # expander (provisioning values go through setting.ExpandVar, whose
+                # ``$__file{path}`` reads and trims the file: grafana/grafana
+                # pkg/services/provisioning/values/values.go interpolateValue,
+                # pkg/setting/expanders.go fileExpander), and stored encrypted in Grafana's
+                # database (``secureJsonData``): never in this ConfigMap.
+                "basicAuth": True,
+                "basicAuthUser": auth.USERNAME,
+                "secureJsonData": {
+                    "basicAuthPassword": f"$__file{{{GRAFANA_AUTH_DIR}/{auth.PASSWORD_KEY}}}"
+                },
             }
         ],
     }
@@ -373,12 +465,16 @@ FETCH_SCRIPT = Path(hami_dashboard.__file__).read_text() + _FETCH_MAIN
 
 
 def grafana_deployment(
-    provisioning: Mapping[str, Any], dashboards: Mapping[str, Any]
+    provisioning: Mapping[str, Any],
+    dashboards: Mapping[str, Any],
+    web: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Grafana with anonymous read-only access (no login form, no admin password to leak), the
     provisioned datasource and dashboards; an init container fetches HAMi's published
     dashboard at the pinned tag and checks its sha256 (nothing of HAMi's is in this repository;
-    offline it is left out, ``FETCH_SCRIPT``)."""
+    offline it is left out, ``FETCH_SCRIPT``). Its datasource reads the Prometheus password at
+    start: ``web`` (``web_config``, changed with the password) is in its config digest, so a new
+    password restarts it."""
     hami_dir = f"{DASHBOARD_DIR}/hami"
     fetch = {
         "name": "fetch-hami-dashboard",
@@ -436,6 +532,7 @@ def grafana_deployment(
                 "readOnly": True,
             },
             {"name": "hami-dashboard", "mountPath": hami_dir, "readOnly": True},
+            {"name": "prometheus-auth", "mountPath": GRAFANA_AUTH_DIR, "readOnly": True},
             {"name": "grafana-data", "mountPath": "/var/lib/grafana"},
             {"name": "tmp", "mountPath": "/tmp"},
         ],
@@ -444,6 +541,7 @@ def grafana_deployment(
         {"name": "provisioning", "configMap": {"name": f"{GRAFANA}-provisioning"}},
         {"name": "platform-dashboard", "configMap": {"name": f"{GRAFANA}-dashboards"}},
         {"name": "hami-dashboard", "emptyDir": {"sizeLimit": "8Mi"}},
+        {"name": "prometheus-auth", "secret": {"secretName": AUTH_SECRET}},
         {"name": "grafana-data", "emptyDir": {"sizeLimit": "512Mi"}},
         {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
     ]
@@ -453,7 +551,7 @@ def grafana_deployment(
         [container],
         volumes,
         _GRAFANA_USER,
-        [provisioning, dashboards],
+        [provisioning, dashboards, web],
         init_containers=[fetch],
     )
 
@@ -479,15 +577,23 @@ def agent_config_map(
     write_to: str | None = None,
 ) -> dict[str, Any]:
     """The agent's prometheus.yml; it remote-writes to ``write_to`` (a Prometheus the
-    Prometheus Operator runs) or, by default, to the platform's own (``remote_write_url``)."""
+    Prometheus Operator runs: no credential of the platform's) or, by default, to the
+    platform's own (``remote_write_url``) with its basic auth, the password read from the
+    agent's token Secret (``AGENT_PASSWORD_FILE``)."""
     config = scrape.agent_config(
-        tenant, api_server, write_to or remote_write_url(), sources, scrape_interval
+        tenant,
+        api_server,
+        write_to or remote_write_url(),
+        sources,
+        scrape_interval,
+        password_file=None if write_to else AGENT_PASSWORD_FILE,
     )
     return _config_map(AGENT, namespace, AGENT, {"prometheus.yml": _yaml(config)})
 
 
 def agent_token_secret(namespace: str) -> dict[str, Any]:
-    """The tenant token's copy in the management cluster (``data`` filled at deploy time)."""
+    """The tenant token's copy in the management cluster (``data`` filled at deploy time), and
+    the central Prometheus' password (``AGENT_PASSWORD_KEY``) where the agent writes there."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",

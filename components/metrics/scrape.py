@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.metrics import dra_claims
+from components.metrics.auth import client_basic_auth
 from components.metrics.series import (
     DCGM_SERIES,
     DRA_SERIES,
@@ -90,8 +91,10 @@ def agent_config(
     remote_write_url: str,
     sources: Sequence[TenantSource],
     scrape_interval: str,
+    password_file: str | None = None,
 ) -> dict[str, Any]:
-    """prometheus.yml of one tenant's agent."""
+    """prometheus.yml of one tenant's agent; with ``password_file``, its remote write carries
+    the central Prometheus' basic auth (``auth``), the password read from that file."""
     auth = {"authorization": {"credentials_file": TOKEN_FILE}, "tls_config": {"ca_file": CA_FILE}}
     host = api_server.removeprefix("https://")
 
@@ -164,17 +167,29 @@ def agent_config(
             # agent runs and its writes arrive, and the samples the central server refused.
             self_job(AGENT_JOB, ("prometheus_remote_storage_samples_failed_total",), tenant),
         ],
-        "remote_write": [{"url": remote_write_url}],
+        "remote_write": [
+            {
+                "url": remote_write_url,
+                **(client_basic_auth(password_file) if password_file else {}),
+            }
+        ],
     }
 
 
-def self_job(job: str, kept: Sequence[str], tenant: str | None = None) -> dict[str, Any]:
+def self_job(
+    job: str,
+    kept: Sequence[str],
+    tenant: str | None = None,
+    password_file: str | None = None,
+) -> dict[str, Any]:
     """A Prometheus scraping its own /metrics, keeping only ``kept`` (its ``up`` is kept
-    whatever the filter: scrape/scrape.go:721-735 at prometheus v3.5.0)."""
+    whatever the filter: scrape/scrape.go:721-735 at prometheus v3.5.0); with
+    ``password_file``, with its own listener's basic auth (``auth``)."""
     labels = {"source": job, **({TENANT_LABEL: tenant} if tenant else {})}
     return {
         "job_name": job,
         "honor_labels": False,
+        **(client_basic_auth(password_file) if password_file else {}),
         "static_configs": [{"targets": [f"localhost:{PROMETHEUS_PORT}"], "labels": labels}],
         "metric_relabel_configs": [
             {"source_labels": ["__name__"], "regex": "|".join(kept), "action": "keep"}
@@ -183,10 +198,14 @@ def self_job(job: str, kept: Sequence[str], tenant: str | None = None) -> dict[s
 
 
 def central_config(
-    scrape_interval: str, kamaji_namespace: str, alertmanagers: Sequence[str] = ()
+    scrape_interval: str,
+    kamaji_namespace: str,
+    alertmanagers: Sequence[str] = (),
+    password_file: str | None = None,
 ) -> dict[str, Any]:
-    """prometheus.yml of the central Prometheus: the rules and alerts, Kamaji, itself, and
-    where alerts go (``alertmanagers``, base URLs; none: only its own /alerts page)."""
+    """prometheus.yml of the central Prometheus: the rules and alerts, Kamaji, itself (with
+    ``password_file``: through its own basic auth), and where alerts go (``alertmanagers``,
+    base URLs; none: only its own /alerts page)."""
     config: dict[str, Any] = {
         "global": {"scrape_interval": scrape_interval},
         "rule_files": [f"{CONFIG_DIR}/{RULES_FILE_NAME}"],
@@ -218,6 +237,7 @@ def central_config(
                     "prometheus_tsdb_lowest_timestamp_seconds",
                     "prometheus_tsdb_retention_limit_seconds",
                 ),
+                password_file=password_file,
             ),
         ],
     }

@@ -3,6 +3,7 @@ annotations) against the platform's per-tenant allocation series in the central 
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import urllib.parse
@@ -11,7 +12,7 @@ from typing import Any
 
 from kubernetes.stream import portforward
 
-from components.metrics import objects, rules
+from components.metrics import auth, objects, rules
 from components.metrics.scrape import PROMETHEUS_PORT
 from tests.acceptance.hami_evidence import EvidenceError, Verdict, pod_shares
 
@@ -92,11 +93,27 @@ def judge_allocation(
     return verdict
 
 
+def authorization(core_api: Any) -> str:
+    """The central Prometheus' basic-auth header (components/metrics/auth.py), from its Secret
+    in the metrics namespace: never printed, never in a verdict."""
+    secret = core_api.read_namespaced_secret(
+        objects.AUTH_SECRET, objects.METRICS_NAMESPACE, _request_timeout=(10, 30)
+    )
+    encoded = (secret.data or {}).get(auth.PASSWORD_KEY)
+    if not encoded:
+        raise EvidenceError(
+            f"secret {objects.METRICS_NAMESPACE}/{objects.AUTH_SECRET} holds no {auth.PASSWORD_KEY}"
+        )
+    password = base64.b64decode(encoded).decode().strip()
+    return "Basic " + base64.b64encode(f"{auth.USERNAME}:{password}".encode()).decode()
+
+
 def query(core_api: Any, expr: str) -> Mapping[str, Any]:
     """An instant query to the central Prometheus through a port-forward to its pod (the
     Python client's WebSocket tunnel, what ``kubectl port-forward`` does): the metrics
     namespace admits no address from outside the pod network, so not the API server's
-    service proxy (docs/metrics.md)."""
+    service proxy (docs/metrics.md); with its basic auth (``authorization``)."""
+    header = authorization(core_api)
     pods = core_api.list_namespaced_pod(
         objects.METRICS_NAMESPACE,
         label_selector=",".join(f"{k}={v}" for k, v in objects._labels(objects.PROMETHEUS).items()),
@@ -114,7 +131,11 @@ def query(core_api: Any, expr: str) -> Mapping[str, Any]:
     try:
         connection = http.client.HTTPConnection("127.0.0.1", PROMETHEUS_PORT, timeout=30)
         connection.sock = tunnel.socket(PROMETHEUS_PORT)
-        connection.request("GET", "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+        connection.request(
+            "GET",
+            "/api/v1/query?" + urllib.parse.urlencode({"query": expr}),
+            headers={"Authorization": header},
+        )
         reply = connection.getresponse()
         raw = reply.read()
     finally:

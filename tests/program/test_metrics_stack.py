@@ -5,14 +5,16 @@ namespace, its reader inside the tenant, the token copied as a secret, and nothi
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import yaml
 
-from components.metrics import objects
+from components.metrics import auth, objects
 from tests.support.harness import Recording, evaluate, load_stack_config
 
 CONFIG_KEY = "gpu-platform:platform"
@@ -196,3 +198,91 @@ def test_with_a_prometheus_operator_only_its_objects_are_registered(stack: str) 
         agent_config = recording.named(f"{tenant}-metrics-agent-config")
         prometheus_yml = yaml.safe_load(agent_config.inputs["data"]["prometheus.yml"])
         assert [w["url"] for w in prometheus_yml["remote_write"]] == [OPERATOR_URL]
+
+
+FAKE_PASSWORD = "5e" * 32  # what the fake new-secret.sh prints (tests/support/fakes_management.py)
+
+
+def _decoded(data: dict[str, str], key: str) -> str:
+    return base64.b64decode(data[key]).decode()
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_the_central_prometheus_password_is_made_once_and_kept_secret(stack: str) -> None:
+    """Issue 40 point 7: one random password per stack (a command that runs on create only, its
+    output a secret in the state), in a Secret of the metrics namespace and in every agent's
+    token Secret, both registered as secrets; the web config holds its bcrypt hash only."""
+    recording = _evaluated(stack)
+    command = recording.named("management-metrics-prometheus-password")
+    assert command.type == "command:local:Command"
+    assert "new-secret.sh" in command.inputs["create"] or "urandom" in command.inputs["create"]
+    assert "stdout" in command.options["additional_secret_outputs"]
+    assert recording.component_of(command, ":ManagementCluster") is not None
+    secret = recording.named("management-metrics-prometheus-auth")
+    assert _metadata(secret)["name"] == objects.AUTH_SECRET
+    assert secret.input_is_secret("data")
+    assert _decoded(secret.inputs["data"], auth.PASSWORD_KEY) == FAKE_PASSWORD
+    web = recording.named("management-metrics-prometheus-web-config")
+    users = yaml.safe_load(web.inputs["data"][objects.WEB_CONFIG_FILE_NAME])["basic_auth_users"]
+    assert users == {auth.USERNAME: auth.password_hash(FAKE_PASSWORD)}
+    assert not web.input_is_secret("data")  # the hash, readable in diffs (auth's docstring)
+    for tenant in _tenants(stack):
+        copy_ = recording.named(f"{tenant}-metrics-agent-token")
+        assert copy_.input_is_secret("data")
+        assert _decoded(copy_.inputs["data"], objects.AGENT_PASSWORD_KEY) == FAKE_PASSWORD
+    # Nowhere in clear: no registered input that is not secret carries it.
+    for reg in recording.resources:
+        public = {k: v for k, v in reg.inputs.items() if not reg.input_is_secret(k)}
+        text = json.dumps(public, default=str)
+        assert FAKE_PASSWORD not in text, reg.name
+        assert base64.b64encode(FAKE_PASSWORD.encode()).decode() not in text, reg.name
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_the_central_prometheus_and_grafana_read_the_web_config_and_the_password(
+    stack: str,
+) -> None:
+    recording = _evaluated(stack)
+    prometheus = recording.named("management-metrics-prometheus").inputs["spec"]
+    pod = prometheus["template"]["spec"]
+    assert (
+        f"--web.config.file={objects.WEB_DIR}/{objects.WEB_CONFIG_FILE_NAME}"
+        in (pod["containers"][0]["args"])
+    )
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["web"]["configMap"]["name"] == objects.WEB_CONFIG
+    assert volumes["auth"]["secret"]["secretName"] == objects.AUTH_SECRET
+    grafana = recording.named("management-metrics-grafana").inputs["spec"]["template"]["spec"]
+    assert {"name": "prometheus-auth", "secret": {"secretName": objects.AUTH_SECRET}} in (
+        grafana["volumes"]
+    )
+
+
+def test_the_password_is_the_same_on_a_second_run_so_nothing_restarts(
+    recordings: Callable[[str, bool], Recording],
+) -> None:
+    """The web config's hash is salted from the password (auth.bcrypt_salt): a preview of an
+    unchanged, deployed lab plans no update of Prometheus, Grafana or their configuration."""
+    deployed = recordings("lab", False)
+    preview = evaluate("lab", True, config=_config("lab"), prior=deployed)
+    assert preview.error is None, preview.error
+    steps = {r.name: r.step for r in preview.resources}
+    for name in (
+        "management-metrics-prometheus-password",
+        "management-metrics-prometheus-auth",
+        "management-metrics-prometheus-web-config",
+        "management-metrics-prometheus",
+        "management-metrics-grafana",
+    ):
+        assert steps[name] == "same", (name, steps[name])
+
+
+@pytest.mark.parametrize("stack", ["lab", "prod"])
+def test_with_a_prometheus_operator_no_password_is_made_or_sent(stack: str) -> None:
+    config = _config(stack, prometheusOperator={"remoteWriteUrl": OPERATOR_URL})
+    recording = evaluate(stack, False, config=config)
+    assert recording.error is None, recording.error
+    assert not [r for r in recording.resources if r.name.endswith("-prometheus-password")]
+    for tenant in _tenants(stack):
+        copy_ = recording.named(f"{tenant}-metrics-agent-token")
+        assert objects.AGENT_PASSWORD_KEY not in (copy_.inputs.get("data") or {})

@@ -74,7 +74,9 @@ def fake_outputs(args: MockResourceArgs, preview: bool) -> dict[str, Any] | None
     if args.name.endswith("-kind-network"):
         environment = args.inputs.get("environment") or {}
         return {"stdout": fake_network_inspect(environment.get("DOCKER_NETWORK", "kind"))}
-    if args.name.endswith(("-backup-store-root-secret", "-backup-archive-key")):
+    if args.name.endswith(
+        ("-backup-store-root-secret", "-backup-archive-key", "-metrics-prometheus-password")
+    ):
         # new-secret.sh prints 32 random bytes as hex.
         return {"stdout": "5e" * 32 + "\n", "stderr": ""}
     if args.name.endswith(("-metallb-ready", "-kamaji-ready", "-capi-ready")):

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from tests.acceptance.chargeback import granted, judge_allocation, series_value
+import base64
+import types
+
+import pytest
+
+from components.metrics import auth, objects
+from tests.acceptance.chargeback import authorization, granted, judge_allocation, series_value
+from tests.acceptance.hami_evidence import EvidenceError
 
 # HAMi's allocated annotation: containers separated by ';', cards by ':' (uuid,type,MiB,cores).
 THREE_PODS = ["GPU-a,NVIDIA,20000,30:;"] * 3
@@ -48,3 +55,29 @@ def test_a_dra_tenants_series_is_judged_against_what_its_claims_hold() -> None:
     assert "although its ResourceClaims hold 81920 MiB / 100 %" in missing.explain()
     short = judge_allocation("tenant-c", 81920, 100, 80.0, 0.0, granted_by=held)
     assert "its ResourceClaims hold 100 %" in short.explain()
+
+
+def test_tc18_sends_the_central_prometheus_password_from_its_secret() -> None:
+    """Issue 40 point 7: TC-18's query carries the basic auth the central Prometheus asks for,
+    the password read from the metrics namespace's Secret."""
+    password = "5e" * 32
+    reads: list[tuple[str, str]] = []
+
+    class _Api:
+        def read_namespaced_secret(self, name: str, namespace: str, **_: object) -> object:
+            reads.append((namespace, name))
+            encoded = base64.b64encode(password.encode()).decode()
+            return types.SimpleNamespace(data={auth.PASSWORD_KEY: encoded})
+
+    header = authorization(_Api())
+    assert reads == [(objects.METRICS_NAMESPACE, objects.AUTH_SECRET)]
+    assert header == "Basic " + base64.b64encode(f"{auth.USERNAME}:{password}".encode()).decode()
+
+
+def test_tc18_without_the_password_secret_is_evidence_missing() -> None:
+    class _Api:
+        def read_namespaced_secret(self, name: str, namespace: str, **_: object) -> object:
+            return types.SimpleNamespace(data=None)
+
+    with pytest.raises(EvidenceError, match="holds no password"):
+        authorization(_Api())

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from components.config import MetricsSettings
-from components.metrics import objects, rules, scrape
+from components.metrics import auth, objects, rules, scrape
 from components.metrics.dashboards import platform_dashboard
 from components.metrics.scrape import HAMI_SOURCES, dcgm_source
 from components.versions import HAMI_DASHBOARD, PINNED
@@ -36,10 +36,12 @@ CENTRAL_CONFIG = objects.prometheus_config("30s", "kamaji-system")
 PROVISIONING = objects.grafana_provisioning()
 DASHBOARDS = objects.grafana_dashboards(platform_dashboard())
 AGENT_CONFIG = objects.agent_config_map("tenant-a", "tenant-a", API, SOURCES, "30s")
+PASSWORD = "5e" * 32  # what the fake new-secret.sh prints
+WEB = objects.web_config(auth.password_hash(PASSWORD))
 
 
 def _grafana() -> dict[str, Any]:
-    return objects.grafana_deployment(PROVISIONING, DASHBOARDS)
+    return objects.grafana_deployment(PROVISIONING, DASHBOARDS, WEB)
 
 
 def _agent(namespace: str = "tenant-a") -> dict[str, Any]:
@@ -51,7 +53,11 @@ def _central() -> list[dict[str, Any]]:
         objects.namespace(),
         *objects.network_policies(),
         CENTRAL_CONFIG,
-        objects.prometheus_deployment("15d", {"emptyDir": {"sizeLimit": "2Gi"}}, CENTRAL_CONFIG),
+        WEB,
+        objects.auth_secret(),
+        objects.prometheus_deployment(
+            "15d", {"emptyDir": {"sizeLimit": "2Gi"}}, CENTRAL_CONFIG, WEB
+        ),
         objects.prometheus_service(),
         objects.prometheus_claim("20Gi"),
         PROVISIONING,
@@ -98,7 +104,15 @@ def _pod_jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
 def test_every_sample_an_agent_writes_carries_the_platforms_tenant_label() -> None:
     config = _agent_config()
     assert config["global"]["external_labels"] == {"tenant": "tenant-a"}
-    assert config["remote_write"] == [{"url": objects.remote_write_url()}]
+    assert config["remote_write"] == [
+        {
+            "url": objects.remote_write_url(),
+            "basic_auth": {
+                "username": auth.USERNAME,
+                "password_file": objects.AGENT_PASSWORD_FILE,
+            },
+        }
+    ]
     jobs = {job["job_name"] for job in config["scrape_configs"]}
     assert jobs == {s.job for s in SOURCES} | {scrape.AGENT_JOB}
     own = next(j for j in config["scrape_configs"] if j["job_name"] == scrape.AGENT_JOB)
@@ -165,19 +179,23 @@ def test_a_changed_configuration_changes_the_pod_template_it_is_read_by() -> Non
     pod template carries the digest of the ConfigMaps it mounts, and a changed rule, scrape
     setting or dashboard rolls its pods."""
     volume = {"emptyDir": {}}
-    central = objects.prometheus_deployment("15d", volume, CENTRAL_CONFIG)
-    assert _digest(central) == _digest(objects.prometheus_deployment("15d", volume, CENTRAL_CONFIG))
+    central = objects.prometheus_deployment("15d", volume, CENTRAL_CONFIG, WEB)
+    assert _digest(central) == _digest(
+        objects.prometheus_deployment("15d", volume, CENTRAL_CONFIG, WEB)
+    )
     slower = objects.prometheus_config("60s", "kamaji-system")
-    assert _digest(objects.prometheus_deployment("15d", volume, slower)) != _digest(central)
+    assert _digest(objects.prometheus_deployment("15d", volume, slower, WEB)) != _digest(central)
     other_rules = copy.deepcopy(CENTRAL_CONFIG)
     other_rules["data"][scrape.RULES_FILE_NAME] += "\n# changed"
-    assert _digest(objects.prometheus_deployment("15d", volume, other_rules)) != _digest(central)
+    assert _digest(objects.prometheus_deployment("15d", volume, other_rules, WEB)) != _digest(
+        central
+    )
     agent = _agent()
     other_agent = objects.agent_config_map("tenant-a", "tenant-a", API, SOURCES[:2], "30s")
     assert _digest(objects.agent_deployment("tenant-a", other_agent)) != _digest(agent)
     other_dashboards = copy.deepcopy(DASHBOARDS)
     other_dashboards["data"] = {"x.json": "{}"}
-    assert _digest(objects.grafana_deployment(PROVISIONING, other_dashboards)) != _digest(
+    assert _digest(objects.grafana_deployment(PROVISIONING, other_dashboards, WEB)) != _digest(
         _grafana()
     )
 
@@ -205,7 +223,7 @@ def test_the_tenant_reader_may_only_list_pods_and_proxy_to_them_in_scraped_names
 
 
 def test_the_central_prometheus_receives_remote_writes_and_evaluates_the_rules() -> None:
-    deployment = objects.prometheus_deployment("15d", {"emptyDir": {}}, CENTRAL_CONFIG)
+    deployment = objects.prometheus_deployment("15d", {"emptyDir": {}}, CENTRAL_CONFIG, WEB)
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--web.enable-remote-write-receiver" in args
     assert "--storage.tsdb.retention.time=15d" in args
@@ -350,7 +368,7 @@ LAB_CPU_MILLIS, LAB_MEMORY = 4000, 8 * 10**9
 
 def lab_footprint(tenants: int) -> tuple[int, int]:
     central = [
-        objects.prometheus_deployment("15d", {"emptyDir": {}}, CENTRAL_CONFIG),
+        objects.prometheus_deployment("15d", {"emptyDir": {}}, CENTRAL_CONFIG, WEB),
         _grafana(),
     ]
     agents = [_agent(f"tenant-{i}") for i in range(tenants)]

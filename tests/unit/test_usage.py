@@ -8,9 +8,11 @@ The expected numbers are the scenario's by hand: every pod ran the whole 3 h win
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
+import os
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -21,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from components.metrics import usage
+from components.metrics import auth, usage
 from tests.support import metrics_scenario as scenario
 
 SAMPLE = Path(__file__).with_name("samples") / "metrics" / "usage-3h.json"
@@ -284,3 +286,94 @@ def test_a_tunnel_that_does_not_come_up_is_one_line(tmp_path: Path) -> None:
         script.port_forward(tmp_path / "kubeconfig", kubectl),
     ):
         pass
+
+
+PASSWORD = "5e" * 32
+
+
+class _AuthenticatedPrometheus(_Prometheus):
+    """The recorded server behind the central Prometheus' basic auth (metrics/auth.py)."""
+
+    def do_GET(self) -> None:
+        pair = base64.b64encode(f"{auth.USERNAME}:{PASSWORD}".encode()).decode()
+        if self.headers.get("Authorization") != f"Basic {pair}":
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", "Basic")
+            self.end_headers()
+            return
+        super().do_GET()
+
+
+@pytest.fixture
+def authenticated_prometheus() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _AuthenticatedPrometheus)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _stub_kubectl_with_secret(tmp_path: Path, port: str, calls: Path, secret: str) -> Path:
+    """A kubectl on PATH that prints ``secret`` (base64) for ``get secret`` and holds a tunnel
+    for ``port-forward``; it appends each call's arguments to ``calls``."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    stub = folder / "kubectl"
+    stub.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$*" >> "{calls}"\n'
+        'case "$*" in\n'
+        f"  *' get secret '*) printf '%s' '{secret}' ;;\n"
+        f"  *port-forward*) echo 'Forwarding from 127.0.0.1:{port} -> 9090'; exec sleep 60 ;;\n"
+        "esac\n"
+    )
+    stub.chmod(0o755)
+    return folder
+
+
+def test_make_usage_sends_the_password_read_from_its_secret_never_on_a_command_line(
+    authenticated_prometheus: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 40 point 7: the central Prometheus asks for basic auth; make usage reads the
+    password from the metrics namespace's Secret (kubectl's output, captured) and sends it."""
+    port = authenticated_prometheus.rsplit(":", 1)[1]
+    calls = tmp_path / "calls"
+    encoded = base64.b64encode(PASSWORD.encode()).decode()
+    folder = _stub_kubectl_with_secret(tmp_path, port, calls, encoded)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    monkeypatch.setattr("sys.stdin", io.StringIO("apiVersion: v1\n"))
+    assert _script().main(["--kubeconfig-stdin", "--window", "3h"]) == 0
+    captured = capsys.readouterr()
+    assert "tenant-b" in captured.out
+    recorded = calls.read_text()
+    assert "get secret --namespace gpu-platform-metrics gpu-metrics-auth" in recorded
+    for text in (recorded, captured.out, captured.err):
+        assert PASSWORD not in text
+        assert encoded not in text
+
+
+def test_without_the_password_the_store_refuses_and_usage_says_so(
+    authenticated_prometheus: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = _script()
+    assert script.main(["--prometheus", authenticated_prometheus, "--window", "3h"]) == 2
+    assert "refused the credential (401): no password given" in capsys.readouterr().err
+    wrong = tmp_path / "wrong"
+    wrong.write_text("a1" * 32 + "\n")
+    args = ["--prometheus", authenticated_prometheus, "--password-file", str(wrong)]
+    assert script.main([*args, "--window", "3h"]) == 2
+    assert "a wrong password" in capsys.readouterr().err
+    right = tmp_path / "right"
+    right.write_text(PASSWORD + "\n")
+    args = ["--prometheus", authenticated_prometheus, "--password-file", str(right)]
+    assert script.main([*args, "--window", "3h"]) == 0
+
+
+def test_a_secret_without_the_password_is_one_line(tmp_path: Path) -> None:
+    calls = tmp_path / "calls"
+    folder = _stub_kubectl_with_secret(tmp_path, "1", calls, "")
+    with pytest.raises(usage.UsageError, match="holds no password"):
+        _script().read_password(tmp_path / "kubeconfig", str(folder / "kubectl"))
