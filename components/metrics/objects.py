@@ -32,6 +32,8 @@ GRAFANA = "gpu-metrics-grafana"
 GRAFANA_PORT = 3000
 AGENT = "gpu-metrics-agent"
 AGENT_TOKEN_SECRET = "gpu-metrics-agent-tenant-token"
+# Each tenant's usage publisher (components.metrics.usage_publisher), a client of the query API.
+USAGE_PUBLISHER = "gpu-usage-publisher"
 # Inside the tenant: the agent's identity there.
 TENANT_READER = "gpu-platform-metrics-reader"
 TENANT_READER_TOKEN = "gpu-platform-metrics-reader-token"
@@ -175,9 +177,9 @@ def network_policies() -> list[dict[str, Any]]:
     * ``default-deny-ingress``: every pod here (Grafana's 3000 included: it is reached with
       ``kubectl port-forward``, which enters the pod's own network namespace and is not subject
       to NetworkPolicy);
-    * ``allow-prometheus-clients``: the central Prometheus' port from the tenants' agents (any
-      namespace: a tenant's management namespace may be adopted, and unlabelled) and from
-      Grafana;
+    * ``allow-prometheus-clients``: the central Prometheus' port from the tenants' agents and
+      usage publishers (any namespace: a tenant's management namespace may be adopted, and
+      unlabelled) and from Grafana;
     * ``allow-prometheus-scrapes``: any pod here from the central Prometheus, on any port, so
       an exporter beside it (the backups' kube-state-metrics) can be scraped.
 
@@ -212,6 +214,11 @@ def network_policies() -> list[dict[str, Any]]:
                             {
                                 "namespaceSelector": {},
                                 "podSelector": {"matchLabels": _labels(AGENT)},
+                            },
+                            # Each tenant's usage publisher, from the tenant's namespace.
+                            {
+                                "namespaceSelector": {},
+                                "podSelector": {"matchLabels": _labels(USAGE_PUBLISHER)},
                             },
                             {"podSelector": {"matchLabels": _labels(GRAFANA)}},
                         ],
