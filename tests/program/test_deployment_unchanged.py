@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "e7baafaf7382e5c9490cef94f0fa664816683ebe"
+BASELINE = "915aa909e67199db77ed014a1a84f8a570bc7bb7"
 
 
 def _has_commit(commit: str) -> bool:
