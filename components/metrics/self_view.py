@@ -105,6 +105,8 @@ def window_usage(
         if window.seconds > 0
         else None
     )
+    if warning is not None:  # named as the reader knows the window
+        warning = warning.replace(f"the {window.seconds}s window", f"the {window.name} window")
     return WindowUsage(window=window, row=rows[0] if rows else None, warning=warning)
 
 

@@ -137,6 +137,14 @@ def test_a_window_with_nothing_used_reads_zero_not_missing() -> None:
         assert window["memory_allocated_gib_hours"] == 0.0
         assert window["cores_efficiency"] is None
         assert window["warning"] is None  # the store reaches back past every window
+    young = END.timestamp() - 3 * 86400
+    entries = [self_view.window_usage("tenant-c", w, [], young) for w in self_view.windows(END)]
+    document = json.loads(
+        self_view.config_map("tenant-c", END, entries)["data"][self_view.JSON_KEY]
+    )
+    assert document["windows"][0]["warning"] is None
+    assert "the first 96.0 h of the 7d window" in document["windows"][1]["warning"]
+    assert "h of the month window are not in this report" in document["windows"][2]["warning"]
 
 
 # ------------------------------------------------------------------ a local Prometheus, stubbed
