@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "915aa909e67199db77ed014a1a84f8a570bc7bb7"
+BASELINE = "32625c493aeda99eeaf5b2b1f2c9061108cc0cf0"
 
 
 def _has_commit(commit: str) -> bool:
