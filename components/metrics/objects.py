@@ -32,8 +32,6 @@ GRAFANA = "gpu-metrics-grafana"
 GRAFANA_PORT = 3000
 AGENT = "gpu-metrics-agent"
 AGENT_TOKEN_SECRET = "gpu-metrics-agent-tenant-token"
-# Each tenant's usage publisher (components.metrics.usage_publisher), a client of the query API.
-USAGE_PUBLISHER = "gpu-usage-publisher"
 # Inside the tenant: the agent's identity there.
 TENANT_READER = "gpu-platform-metrics-reader"
 TENANT_READER_TOKEN = "gpu-platform-metrics-reader-token"
@@ -41,6 +39,8 @@ DATASOURCE_UID = "gpu-platform-prometheus"
 DASHBOARD_DIR = "/var/lib/grafana/dashboards"
 HAMI_DASHBOARD_FILE = "hami-vgpu-dashboard.json"
 PLATFORM_DASHBOARD_FILE = "gpu-platform.json"
+# Each tenant's usage publisher (components.metrics.usage_publisher), a client of the query API.
+USAGE_PUBLISHER = "gpu-usage-publisher"
 
 LABELS = {"app.kubernetes.io/part-of": "gpu-platform-metrics"}
 # On a Deployment's pod template: the digest of the ConfigMaps its pods read. Prometheus and
