@@ -15,9 +15,10 @@ import pulumi_kubernetes as k8s
 
 from components.config import MetricsSettings, PrometheusOperatorSettings
 from components.k8s_objects import typed_object
-from components.metrics import backup_alerts, objects, usage_publisher
+from components.metrics import backup_alerts, objects
 from components.metrics.dashboards import platform_dashboard
 from components.metrics.scrape import TenantSource
+from components.metrics.usage_publisher import publisher_cron_job, scripts_config_map, tenant_reader
 
 Opts = Callable[..., pulumi.ResourceOptions]
 
@@ -223,7 +224,7 @@ def register_usage_publisher(
     """One tenant's usage publisher (``usage_publisher``): the reader Role inside the tenant (in
     ``usage_namespace``), the scripts and the CronJob in its management namespace, the CronJob
     after the Role, so its first run finds the namespace."""
-    role, binding = usage_publisher.tenant_reader(tenant)
+    role, binding = tenant_reader(tenant)
     reader_role = typed_object(
         f"{name}-metrics-usage-reader-role", role, in_tenant(depends_on=[usage_namespace])
     )
@@ -234,12 +235,12 @@ def register_usage_publisher(
     )
     scripts = typed_object(
         f"{name}-metrics-usage-publisher-scripts",
-        usage_publisher.scripts_config_map(tenant, management_namespace),
+        scripts_config_map(tenant, management_namespace),
         on_management(depends_on=list(management_after)),
     )
     publisher: pulumi.Resource = typed_object(
         f"{name}-metrics-usage-publisher",
-        usage_publisher.publisher_cron_job(tenant, management_namespace),
+        publisher_cron_job(tenant, management_namespace),
         on_management(depends_on=[*management_after, scripts, reader_binding]),
     )
     return publisher
