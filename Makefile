@@ -240,6 +240,15 @@ usage: venv $(STACK_READY) ## Per-tenant GPU usage (allocated, used, efficiency)
 	  | $(BIN)/python scripts/usage.py --kubeconfig-stdin --window $(WINDOW) --format $(FORMAT) \
 	    $(if $(OUTPUT),--output $(OUTPUT)) $(if $(TENANT),--tenant $(TENANT))
 
+# A tenant's own usage, as any of its users reads it with their own kubeconfig (docs/metrics.md):
+# the ConfigMap each tenant's usage publisher writes into the tenant's cluster every hour.
+MEMBER_KUBECONFIG ?=
+.PHONY: tenant-usage
+tenant-usage: ## A tenant's own GPU usage, read inside it with a user's kubeconfig: TENANT= MEMBER= (or MEMBER_KUBECONFIG=; FORMAT=json)
+	@kubectl --kubeconfig "$(or $(MEMBER_KUBECONFIG),$(KUBECONFIG_DIR)/$(TENANT)$(if $(MEMBER),-$(MEMBER)).yaml)" \
+	  get configmap gpu-usage --namespace gpu-platform-usage \
+	  --output 'jsonpath={.data.usage\.$(if $(filter json,$(FORMAT)),json,txt)}'
+
 # Backups (docs/backups.md): a Job from the tenant's own CronJob in the management cluster.
 TENANT ?=
 BACKUP ?=

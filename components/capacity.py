@@ -11,8 +11,10 @@ Counted, per tenant (from the same builders and settings the program deploys wit
   program sets none, so it counts nothing;
 * datastore: a dedicated kamaji-etcd's members x ``management_values.ETCD_RESOURCES``; a shared
   or external datastore nothing here (the shared default etcd is platform overhead);
-* metrics agent: its Deployment's requests (``components.metrics.objects.agent_deployment``),
-  when ``metrics.enabled``;
+* metrics: its agent's Deployment's requests (``components.metrics.objects.agent_deployment``),
+  when ``metrics.enabled``, and its hourly usage publisher's pod (``components.metrics.
+  usage_publisher.publisher_cron_job``) where the platform runs its own Prometheus; counted as
+  if always running, like the backups;
 * backups: one backup Job's pod (``components.backups.objects.backup_cron_job``: its containers,
   or its largest init container, whichever asks more), when ``backups.enabled``; counted as if
   always running, since all tenants' schedules may meet.
@@ -38,6 +40,7 @@ from components.config.base import RESOURCE_QUANTITY
 from components.management_values import ETCD_RESOURCES, KAMAJI_RESOURCES, DefaultEtcd
 from components.metrics import backup_alerts
 from components.metrics import objects as metrics_objects
+from components.metrics.usage_publisher import publisher_cron_job, publishes_usage
 
 # k8s.io/apimachinery v0.35.0 pkg/api/resource/suffix.go:110-133: binary suffixes Ki..Ei, decimal
 # n, u, m, (none), k, M, G, T, P, E, and decimal exponents (e3, E-2); the same grammar the config
@@ -178,12 +181,18 @@ def _datastore(tenant: Tenant) -> Resources:
     return etcd_member().times(dedicated.replicas)
 
 
-def _metrics_agent() -> Resources:
+def _metrics(platform: PlatformConfig, tenant: Tenant) -> Resources:
+    if not platform.metrics.enabled:
+        return Resources()
     # The ConfigMap only feeds the pod template's digest annotation, not its requests.
     deployment = metrics_objects.agent_deployment("capacity", {"metadata": {"name": "agent"}})
-    return pod_requests(deployment["spec"]["template"]["spec"]).times(
+    agent = pod_requests(deployment["spec"]["template"]["spec"]).times(
         deployment["spec"]["replicas"]
     )
+    if not publishes_usage(platform.metrics):
+        return agent
+    publisher = publisher_cron_job(tenant.name, tenant.namespace)
+    return agent + pod_requests(publisher["spec"]["jobTemplate"]["spec"]["template"]["spec"])
 
 
 def _backup_job(tenant: Tenant) -> Resources:
@@ -198,7 +207,7 @@ def tenant_cost(platform: PlatformConfig, tenant: Tenant) -> TenantCost:
         tenant=tenant.name,
         control_plane=_control_plane(tenant),
         datastore=_datastore(tenant),
-        metrics_agent=_metrics_agent() if platform.metrics.enabled else Resources(),
+        metrics_agent=_metrics(platform, tenant),
         backups=_backup_job(tenant) if tenant.backups.enabled else Resources(),
     )
 
@@ -332,7 +341,7 @@ def report(cost: StackCost, available: Resources | None, headroom_percent: int) 
         f"{'':<22}"
         + "".join(
             f"{title:>{width}}"
-            for title in ("control plane", "datastore", "metrics agent", "backups", "total")
+            for title in ("control plane", "datastore", "metrics", "backups", "total")
         )
     ]
     for tenant in cost.tenants:

@@ -64,6 +64,8 @@ from components.management_cluster import ManagementCluster
 from components.metrics import deploy as metrics
 from components.metrics.objects import tenant_api_server
 from components.metrics.scrape import TenantSource, tenant_sources
+from components.metrics.self_view import NAMESPACE as USAGE_NAMESPACE
+from components.metrics.usage_publisher import publishes_usage
 from components.name_plan import CONTROL_PLANE_BUDGET_PART, SERVED_VERSION_PART
 from components.scripts import read_script
 from components.substrate import (
@@ -661,6 +663,17 @@ class GpuTenant(pulumi.ComponentResource):
             after=[self._namespaces[ns] for ns in self._reader_namespaces()],
             management_after=[namespace],
         )
+        if publishes_usage(self._platform.metrics):
+            # The tenant's own usage, readable by its users in its own cluster (docs/metrics.md).
+            metrics.register_usage_publisher(
+                self._name,
+                tenant=self._tenant.name,
+                management_namespace=self._ns,
+                usage_namespace=self._tenant_namespace(USAGE_NAMESPACE, {}),
+                in_tenant=self._in_tenant,
+                on_management=self._site.on_management,
+                management_after=[namespace],
+            )
 
         if self._tenant.gpu_sharing == "dra":
             # Which DRA device each claim holds: the dra path's chargeback source.

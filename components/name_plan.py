@@ -24,8 +24,11 @@ from typing import Protocol
 from components.availability import control_plane_budget
 from components.backups.deploy import TENANT_PARTS as BACKUP_TENANT_PARTS
 from components.config import PLATFORM_NAMESPACES, PlatformConfig, Tenant, WorkerPool
+from components.metrics.deploy import USAGE_PARTS
 from components.metrics.deploy import tenant_parts as metrics_tenant_parts
 from components.metrics.scrape import TenantSource, tenant_sources
+from components.metrics.self_view import NAMESPACE as USAGE_NAMESPACE
+from components.metrics.usage_publisher import publishes_usage
 from components.resource_names import (
     CLUSTER_NAMESPACES,
     POOL_SCOPE,
@@ -99,7 +102,7 @@ def _tenant_key(index: int, tenant: Tenant) -> str:
 
 
 def _tenant_names(
-    plan: NamePlan, index: int, tenant: Tenant, metrics: bool
+    plan: NamePlan, index: int, tenant: Tenant, metrics: bool, usage_view: bool = False
 ) -> Iterator[PlannedName]:
     t = tenant.name
     key = _tenant_key(index, tenant)
@@ -119,6 +122,10 @@ def _tenant_names(
             tenant_sources(tenant.gpu_sharing, plan.tenant_metrics_sources)
         ):
             yield planned(tenant_child(t, part))
+    if usage_view:
+        for part in USAGE_PARTS:
+            yield planned(tenant_child(t, part))
+        yield planned(tenant_namespace(t, USAGE_NAMESPACE))
     for policy in network_policies(t, t):
         yield planned(tenant_child(t, policy["metadata"]["name"]))
     system = [TIGERA_OPERATOR_NAMESPACE, HAMI_NAMESPACE, *plan.tenant_system_namespaces]
@@ -147,7 +154,9 @@ def planned_names(platform: PlatformConfig, plan: NamePlan) -> list[PlannedName]
     return [
         planned
         for index, tenant in enumerate(platform.tenants)
-        for planned in _tenant_names(plan, index, tenant, platform.metrics.enabled)
+        for planned in _tenant_names(
+            plan, index, tenant, platform.metrics.enabled, publishes_usage(platform.metrics)
+        )
     ]
 
 

@@ -19,6 +19,7 @@ from components.k8s_objects import typed_object
 from components.metrics import auth, backup_alerts, objects
 from components.metrics.dashboards import platform_dashboard
 from components.metrics.scrape import DRA_CLAIMS_SOURCE, TenantSource
+from components.metrics.usage_publisher import publisher_cron_job, scripts_config_map, tenant_reader
 
 Opts = Callable[..., pulumi.ResourceOptions]
 
@@ -277,3 +278,48 @@ def register_tenant(
         on_management(depends_on=[*management_after, copy, config]),
     )
     return agent
+
+
+# The suffixes of a GpuTenant's usage-publisher children (name_plan); its in-tenant namespace is
+# named like the tenant's other namespaces (resource_names.tenant_namespace).
+USAGE_PARTS = (
+    "metrics-usage-reader-role",
+    "metrics-usage-reader-binding",
+    "metrics-usage-publisher-scripts",
+    "metrics-usage-publisher",
+)
+
+
+def register_usage_publisher(
+    name: str,
+    *,
+    tenant: str,
+    management_namespace: str,
+    usage_namespace: pulumi.Resource,
+    in_tenant: Opts,
+    on_management: Opts,
+    management_after: Sequence[pulumi.Resource],
+) -> pulumi.Resource:
+    """One tenant's usage publisher (``usage_publisher``): the reader Role inside the tenant (in
+    ``usage_namespace``), the scripts and the CronJob in its management namespace, the CronJob
+    after the Role, so its first run finds the namespace."""
+    role, binding = tenant_reader(tenant)
+    reader_role = typed_object(
+        f"{name}-metrics-usage-reader-role", role, in_tenant(depends_on=[usage_namespace])
+    )
+    reader_binding = typed_object(
+        f"{name}-metrics-usage-reader-binding",
+        binding,
+        in_tenant(depends_on=[usage_namespace, reader_role]),
+    )
+    scripts = typed_object(
+        f"{name}-metrics-usage-publisher-scripts",
+        scripts_config_map(tenant, management_namespace),
+        on_management(depends_on=list(management_after)),
+    )
+    publisher: pulumi.Resource = typed_object(
+        f"{name}-metrics-usage-publisher",
+        publisher_cron_job(tenant, management_namespace),
+        on_management(depends_on=[*management_after, scripts, reader_binding]),
+    )
+    return publisher

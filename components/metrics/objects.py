@@ -51,6 +51,8 @@ DATASOURCE_UID = "gpu-platform-prometheus"
 DASHBOARD_DIR = "/var/lib/grafana/dashboards"
 HAMI_DASHBOARD_FILE = "hami-vgpu-dashboard.json"
 PLATFORM_DASHBOARD_FILE = "gpu-platform.json"
+# Each tenant's usage publisher (components.metrics.usage_publisher), a client of the query API.
+USAGE_PUBLISHER = "gpu-usage-publisher"
 
 LABELS = {"app.kubernetes.io/part-of": "gpu-platform-metrics"}
 # On a Deployment's pod template: the digest of the ConfigMaps its pods read. Prometheus and
@@ -187,9 +189,9 @@ def network_policies() -> list[dict[str, Any]]:
     * ``default-deny-ingress``: every pod here (Grafana's 3000 included: it is reached with
       ``kubectl port-forward``, which enters the pod's own network namespace and is not subject
       to NetworkPolicy);
-    * ``allow-prometheus-clients``: the central Prometheus' port from the tenants' agents (any
-      namespace: a tenant's management namespace may be adopted, and unlabelled) and from
-      Grafana;
+    * ``allow-prometheus-clients``: the central Prometheus' port from the tenants' agents and
+      usage publishers (any namespace: a tenant's management namespace may be adopted, and
+      unlabelled) and from Grafana;
     * ``allow-prometheus-scrapes``: any pod here from the central Prometheus, on any port, so
       an exporter beside it (the backups' kube-state-metrics) can be scraped.
 
@@ -224,6 +226,11 @@ def network_policies() -> list[dict[str, Any]]:
                             {
                                 "namespaceSelector": {},
                                 "podSelector": {"matchLabels": _labels(AGENT)},
+                            },
+                            # Each tenant's usage publisher, from the tenant's namespace.
+                            {
+                                "namespaceSelector": {},
+                                "podSelector": {"matchLabels": _labels(USAGE_PUBLISHER)},
                             },
                             {"podSelector": {"matchLabels": _labels(GRAFANA)}},
                         ],

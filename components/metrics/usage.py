@@ -9,22 +9,51 @@ evaluated at the window's end, that integrates the recorded per-tenant gauge ove
   (``tenant:gpu_cores_allocated_cards:sum`` / ``..._used_...``);
 * efficiency: used / allocated, per resource (empty when nothing was allocated).
 
-This module is pure: it builds the queries, reads Prometheus' query API responses and formats
-the table, CSV or JSON; the script does the HTTP.
+This module is pure: it builds the queries; ``components.metrics.usage_rows`` (standard library
+only, so the usage publisher's container runs it too) reads Prometheus' query API responses and
+formats the table, CSV or JSON, and its names are re-exported here; the script does the HTTP.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from components.metrics import rules
+from components.metrics.usage_rows import (
+    OLDEST_SAMPLE_QUERY,
+    TENANT_NAME,
+    TenantUsage,
+    UsageError,
+    as_csv,
+    as_json,
+    as_table,
+    checked_tenant,
+    coverage_warning,
+    oldest_sample,
+    report_from,
+    vector,
+    window_seconds,
+)
+
+__all__ = [
+    "OLDEST_SAMPLE_QUERY",
+    "QUANTITIES",
+    "TENANT_NAME",
+    "TenantUsage",
+    "UsageError",
+    "as_csv",
+    "as_json",
+    "as_table",
+    "checked_tenant",
+    "coverage_warning",
+    "oldest_sample",
+    "queries",
+    "report",
+    "report_from",
+    "vector",
+    "window_seconds",
+]
 
 # quantity -> recorded gauge
 QUANTITIES: Mapping[str, str] = {
@@ -33,31 +62,6 @@ QUANTITIES: Mapping[str, str] = {
     "cores_allocated_card_hours": rules.CORES_ALLOCATED,
     "cores_used_card_hours": rules.CORES_USED,
 }
-_DURATION = re.compile(r"^(\d+)([smhdw])$")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-class UsageError(ValueError):
-    """A bad window, or a response that is not a Prometheus vector."""
-
-
-def window_seconds(window: str) -> int:
-    """``7d`` -> 604800; whole seconds, minutes, hours, days or weeks."""
-    match = _DURATION.match(window)
-    if not match or int(match.group(1)) == 0:
-        raise UsageError(f"window {window!r}: write a positive whole number and s, m, h, d or w")
-    return int(match.group(1)) * _SECONDS[match.group(2)]
-
-
-# A tenant's name as the platform's configuration allows it (a DNS label): nothing that could
-# end the PromQL string it is put in.
-TENANT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-
-
-def checked_tenant(tenant: str | None) -> str | None:
-    if tenant is not None and not TENANT_NAME.match(tenant):
-        raise UsageError(f"tenant {tenant!r}: write a tenant's name, e.g. tenant-a")
-    return tenant
 
 
 def queries(window: str, tenant: str | None = None) -> dict[str, str]:
@@ -72,167 +76,9 @@ def queries(window: str, tenant: str | None = None) -> dict[str, str]:
     }
 
 
-def vector(response: Mapping[str, Any], tenant: str | None = None) -> dict[str, float]:
-    """tenant -> value of an instant-query response (``/api/v1/query``); with ``tenant``, a
-    sample of any other tenant is an error (the query selected one tenant)."""
-    if response.get("status") != "success":
-        raise UsageError(f"Prometheus answered {response.get('status')!r}: {response.get('error')}")
-    data = response.get("data") or {}
-    if data.get("resultType") != "vector":
-        raise UsageError(f"expected a vector, got {data.get('resultType')!r}")
-    result: dict[str, float] = {}
-    for sample in data.get("result", []):
-        name = sample.get("metric", {}).get("tenant")
-        if not name:
-            raise UsageError(f"a sample without a tenant label: {sample.get('metric')}")
-        if tenant is not None and name != tenant:
-            raise UsageError(f"a report for {tenant} received a sample of {name}")
-        result[name] = float(sample["value"][1])
-    return result
-
-
-# The oldest sample the central Prometheus holds (its own series, kept by its ``prometheus``
-# job: components.metrics.scrape.self_job).
-OLDEST_SAMPLE_QUERY = 'min(prometheus_tsdb_lowest_timestamp_seconds{job="prometheus"})'
-
-
-def oldest_sample(query: Callable[[str], Mapping[str, Any]]) -> float | None:
-    """Seconds since the epoch of the oldest sample the store holds; None when it cannot say
-    (an older deployment without the server's own job, or an error)."""
-    try:
-        response = query(OLDEST_SAMPLE_QUERY)
-    except (OSError, ValueError):
-        return None
-    data = response.get("data") or {}
-    if response.get("status") != "success" or data.get("resultType") != "vector":
-        return None
-    samples = data.get("result") or []
-    return float(samples[0]["value"][1]) if samples else None
-
-
-def coverage_warning(window: str, end: datetime, oldest: float | None) -> str | None:
-    """A line for the report's reader when the window reaches past what the store holds
-    (``metrics.retention``, or a store younger than the window): those hours are not billed."""
-    start = end.timestamp() - window_seconds(window)
-    if oldest is None:
-        return (
-            "warning: the central Prometheus does not say how far back it holds samples: "
-            f"the {window} window may start before them"
-        )
-    if oldest <= start:
-        return None
-    missing = (oldest - start) / 3600
-    since = datetime.fromtimestamp(oldest, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return (
-        f"warning: the central Prometheus holds samples from {since} only: the first "
-        f"{missing:.1f} h of the {window} window are not in this report (metrics.retention)"
-    )
-
-
-@dataclass(frozen=True)
-class TenantUsage:
-    tenant: str
-    memory_allocated_gib_hours: float
-    memory_used_gib_hours: float
-    memory_efficiency: float | None
-    cores_allocated_card_hours: float
-    cores_used_card_hours: float
-    cores_efficiency: float | None
-
-
-def _efficiency(used: float, allocated: float) -> float | None:
-    return used / allocated if allocated > 0 else None
-
-
 def report(
     window: str, query: Callable[[str], Mapping[str, Any]], tenant: str | None = None
 ) -> list[TenantUsage]:
     """One row per tenant that had anything allocated or used in the window, by name; with
     ``tenant``, that tenant's row only (none when it used nothing)."""
-    values = {
-        quantity: vector(query(expr), tenant) for quantity, expr in queries(window, tenant).items()
-    }
-    tenants = sorted({tenant for per_tenant in values.values() for tenant in per_tenant})
-
-    def value(quantity: str, tenant: str) -> float:
-        return values[quantity].get(tenant, 0.0)
-
-    rows = []
-    for tenant in tenants:
-        mem_alloc = value("memory_allocated_gib_hours", tenant)
-        mem_used = value("memory_used_gib_hours", tenant)
-        core_alloc = value("cores_allocated_card_hours", tenant)
-        core_used = value("cores_used_card_hours", tenant)
-        rows.append(
-            TenantUsage(
-                tenant=tenant,
-                memory_allocated_gib_hours=mem_alloc,
-                memory_used_gib_hours=mem_used,
-                memory_efficiency=_efficiency(mem_used, mem_alloc),
-                cores_allocated_card_hours=core_alloc,
-                cores_used_card_hours=core_used,
-                cores_efficiency=_efficiency(core_used, core_alloc),
-            )
-        )
-    return rows
-
-
-_COLUMNS = (
-    ("tenant", "tenant"),
-    ("memory_allocated_gib_hours", "mem alloc GiB·h"),
-    ("memory_used_gib_hours", "mem used GiB·h"),
-    ("memory_efficiency", "mem eff"),
-    ("cores_allocated_card_hours", "core alloc card·h"),
-    ("cores_used_card_hours", "core used card·h"),
-    ("cores_efficiency", "core eff"),
-)
-
-
-def _cell(key: str, value: Any) -> str:
-    if value is None:
-        return "-"
-    if key.endswith("efficiency"):
-        return f"{100 * value:.1f}%"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
-def as_table(rows: list[TenantUsage], window: str, end: datetime) -> str:
-    header = [title for _, title in _COLUMNS]
-    body = [[_cell(key, getattr(row, key)) for key, _ in _COLUMNS] for row in rows]
-    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
-        )
-
-    stamp = end.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines = [f"GPU usage per tenant, {window} ending {stamp}", line(header)]
-    lines += [line(cells) for cells in body] or ["(no tenant allocated or used a GPU)"]
-    return "\n".join(lines) + "\n"
-
-
-def as_csv(rows: list[TenantUsage]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=[key for key, _ in _COLUMNS], lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: "" if v is None else v for key, v in asdict(row).items()})
-    return out.getvalue()
-
-
-def as_json(rows: list[TenantUsage], window: str, end: datetime) -> str:
-    document = {
-        "window": window,
-        "end": end.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "units": {
-            "memory": "GiB-hours",
-            "cores": "card-hours (100 % of one card's compute for one hour)",
-            "efficiency": "used / allocated (null when nothing was allocated)",
-        },
-        "tenants": [asdict(row) for row in rows],
-    }
-    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+    return report_from(queries(window, tenant), query, tenant)

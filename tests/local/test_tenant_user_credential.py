@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
+from components.metrics import self_view, usage_publisher
 from tests.local.conftest import KubeTools, require
 from tests.local.kube import APIServer, wait_for
 
@@ -142,3 +144,50 @@ def test_a_missing_namespace_or_a_bad_name_is_one_line(
     assert "is not a DNS label" in bad.stderr
     assert not (tmp_path / "x.yaml").exists()
     assert not (tmp_path / "y.yaml").exists()
+
+
+def test_every_member_may_get_the_tenants_published_usage_and_change_nothing(
+    kube_tools: KubeTools, tenant_apiserver: APIServer, member_kubeconfig: Path
+) -> None:
+    """docs/metrics.md "Your own usage, as a tenant": the Role and binding the program puts in
+    each tenant let every authenticated user — this namespace-scoped member too — get the usage
+    ConfigMap, and nothing else there: no write, no list, no other ConfigMap."""
+    admin = tenant_apiserver.admin
+    admin.apply(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self_view.NAMESPACE}}
+    )
+    for manifest in usage_publisher.tenant_reader("tenant-a"):
+        admin.apply(manifest)
+    end = datetime(2026, 12, 6, 5, 17, tzinfo=UTC)
+    entries = [self_view.window_usage("tenant-a", w, [], None) for w in self_view.windows(end)]
+    admin.apply(self_view.config_map("tenant-a", end, entries))
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"x": "1"}}
+    admin.apply({**other, "metadata": {"name": "other", "namespace": self_view.NAMESPACE}})
+    ns = ("-n", self_view.NAMESPACE)
+    wait_for(
+        "the reader binding to take effect",
+        lambda: _can(kube_tools, member_kubeconfig, "get", "configmaps/gpu-usage", *ns) == "yes",
+    )
+    for verb in ("update", "patch", "delete"):
+        assert _can(kube_tools, member_kubeconfig, verb, "configmaps/gpu-usage", *ns) == "no"
+    assert _can(kube_tools, member_kubeconfig, "list", "configmaps", *ns) == "no"
+    assert _can(kube_tools, member_kubeconfig, "get", "configmaps/other", *ns) == "no"
+    read = subprocess.run(
+        [
+            str(kube_tools.kubectl),
+            "--kubeconfig",
+            str(member_kubeconfig),
+            "get",
+            "configmap",
+            self_view.CONFIG_MAP,
+            *ns,
+            "-o",
+            "jsonpath={.data.usage\\.txt}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.startswith("GPU usage of tenant tenant-a, published 2026-12-06T05:17:00Z")

@@ -29,13 +29,13 @@ def _nodes(tmp_path: Path, cpu: str, memory: str, count: int = 1) -> dict[str, s
 def test_prod_that_does_not_fit_is_refused_before_anything_is_registered(
     tmp_path: Path, preview: bool
 ) -> None:
-    """Prod requests 5135m CPU and 9696 MiB (tests/unit/test_capacity.py): three 1-CPU nodes
+    """Prod requests 5165m CPU and 9888 MiB (tests/unit/test_capacity.py): three 1-CPU nodes
     are too few."""
     recording = evaluate("prod", preview, environment=_nodes(tmp_path, "1", "16Gi", count=3))
     assert recording.resources == []
     assert recording.run_error
     assert recording.error is not None
-    assert "the stack requests 5135m CPU, 9696 MiB" in recording.error
+    assert "the stack requests 5165m CPU, 9888 MiB" in recording.error
     assert "3000m CPU, 49152 MiB allocatable" in recording.error
 
 
@@ -44,12 +44,12 @@ def test_prod_within_the_headroom_passes_quietly(tmp_path: Path) -> None:
     assert recording.error is None
     assert not [line for line in recording.logs if "headroomPercent" in line]
     assert any(
-        "capacity: the stack requests 5135m CPU, 9696 MiB" in line for line in recording.logs
+        "capacity: the stack requests 5165m CPU, 9888 MiB" in line for line in recording.logs
     )
 
 
 def test_prod_reaching_into_the_headroom_is_warned(tmp_path: Path) -> None:
-    """6000m allocatable: 5135m is under it but over the 80 % the default headroom leaves;
+    """6000m allocatable: 5165m is under it but over the 80 % the default headroom leaves;
     with headroomPercent 10 (5400m) it still warns, with 0 it does not."""
     environment = _nodes(tmp_path, "6", "64Gi")
     warned = evaluate("prod", True, environment=environment)
@@ -63,8 +63,8 @@ def test_prod_reaching_into_the_headroom_is_warned(tmp_path: Path) -> None:
 
 
 def test_the_lab_is_checked_against_its_kind_node(tmp_path: Path) -> None:
-    """The lab's 1510m / 2848 MiB do not fit a 1-CPU kind node."""
+    """The lab's 1530m / 2976 MiB do not fit a 1-CPU kind node."""
     recording = evaluate("lab", True, environment=_nodes(tmp_path, "1", "8Gi"))
     assert recording.resources == []
     assert recording.error is not None
-    assert "the stack requests 1510m CPU, 2848 MiB" in recording.error
+    assert "the stack requests 1530m CPU, 2976 MiB" in recording.error

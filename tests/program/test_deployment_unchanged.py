@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "e7baafaf7382e5c9490cef94f0fa664816683ebe"
+BASELINE = "32625c493aeda99eeaf5b2b1f2c9061108cc0cf0"
 
 
 def _has_commit(commit: str) -> bool:

@@ -71,6 +71,9 @@ MANAGEMENT_SIDE = (
     "metrics-agent-token",
     "metrics-agent-config",
     "metrics-agent",
+    # Its usage publisher too (docs/metrics.md, "Your own usage, as a tenant").
+    "metrics-usage-publisher-scripts",
+    "metrics-usage-publisher",
     # Its backups run in its management namespace next to its control plane (docs/backups.md).
     *BACKUP_TENANT_PARTS,
 )

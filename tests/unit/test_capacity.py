@@ -101,8 +101,9 @@ def test_a_pod_reserves_its_containers_or_its_largest_init_container() -> None:
 
 def test_each_prod_tenant_costs_what_the_program_requests() -> None:
     """team-vision: 3 control-plane pods of 250m+125m+125m / 512+256+128 MiB, 3 etcd members
-    of 100m / 256 MiB, the metrics agent's 25m / 64 MiB, a backup job's 50m / 64 MiB.
-    team-speech: 2 pods, an external PostgreSQL (nothing here), no backups."""
+    of 100m / 256 MiB, the metrics agent's 25m / 64 MiB and its usage publisher's 10m / 64 MiB,
+    a backup job's 50m / 64 MiB. team-speech: 2 pods, an external PostgreSQL (nothing here), no
+    backups."""
     costs = {
         cost.tenant: cost
         for cost in (capacity.tenant_cost(p, t) for p in [_platform("prod")] for t in p.tenants)
@@ -110,13 +111,13 @@ def test_each_prod_tenant_costs_what_the_program_requests() -> None:
     vision = costs["team-vision"]
     assert vision.control_plane == Resources(1500, 3 * 896 * MIB)
     assert vision.datastore == Resources(300, 3 * 256 * MIB)
-    assert vision.metrics_agent == Resources(25, 64 * MIB)
+    assert vision.metrics_agent == Resources(25 + 10, (64 + 64) * MIB)
     assert vision.backups == Resources(50, 64 * MIB)
-    assert vision.total == Resources(1875, 3584 * MIB)
+    assert vision.total == Resources(1885, 3648 * MIB)
     speech = costs["team-speech"]
     assert speech.datastore == Resources()
     assert speech.backups == Resources()
-    assert speech.total == Resources(1025, (2 * 896 + 64) * MIB)
+    assert speech.total == Resources(1035, (2 * 896 + 128) * MIB)
 
 
 def test_the_platform_overhead_counts_kamaji_the_default_etcd_and_the_central_metrics() -> None:
@@ -176,7 +177,7 @@ def test_the_report_lists_every_tenant_the_total_and_what_fits() -> None:
     for tenant in ("team-vision", "team-llm", "team-speech"):
         assert tenant in text
     assert "stack total" in text
-    assert "5135m" in text  # 1875 + 1875 + 1025 + 360
+    assert "5165m" in text  # 1885 + 1885 + 1035 + 360
     assert "more tenants shaped like team-vision: 5 within the headroom, 7 at most" in text
     unknown = capacity.report(cost, None, 20)
     assert unknown[-1].startswith("management cluster: allocatable not known")
@@ -250,7 +251,7 @@ def test_make_capacity_prints_the_table_and_fails_a_stack_that_does_not_fit(
     small.write_text(json.dumps({"items": [_node("2", "4Gi")]}))
     result = _capacity("--stack", "prod", "--nodes", str(small))
     assert result.returncode == 1
-    assert "refused: the stack requests 5135m CPU, 9696 MiB" in result.stdout
+    assert "refused: the stack requests 5165m CPU, 9888 MiB" in result.stdout
 
 
 def test_with_the_prometheus_operator_the_central_stack_costs_nothing() -> None:
