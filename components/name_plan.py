@@ -57,6 +57,8 @@ TENANT_PARTS = (
     "admission-limits",
     "admission-policy",
     "admission-binding",
+    "claim-admission-policy",
+    "claim-admission-binding",
 )
 # A replicated control plane's PodDisruptionBudget (gpu_tenant.py).
 CONTROL_PLANE_BUDGET_PART = "control-plane-budget"

@@ -220,3 +220,42 @@ def test_dra_claims_has_nothing_to_say_on_the_dra_lab(
     recording: Recording,
 ) -> None:
     assert _dra_findings(recording, lambda reg, props: None) == []
+
+
+def _data(recording: Recording, name: str) -> dict[str, str]:
+    return dict(next(r for r in recording.resources if r.name == name).inputs["data"])
+
+
+def test_each_tenants_admission_params_say_how_it_shares_its_gpus(recording: Recording) -> None:
+    """Issue 43 point 5: the dra tenant's params name the lab driver's DeviceClass (the only one
+    its claims may name) and the most cards one node has (one A100-80GB); the hami tenant's say
+    hami, so its claims and its pods that reference them are refused."""
+    dra = _data(recording, "tenant-a-admission-limits")
+    assert dra["gpuSharing"] == "dra"
+    assert dra[f"deviceClass.{dra_driver.DEVICE_CLASS}"] == "true"
+    assert dra["maxDevicesPerRequest"] == "1"
+    hami = _data(recording, "tenant-b-admission-limits")
+    assert hami["gpuSharing"] == "hami"
+    assert not any(k.startswith("deviceClass.") or k == "maxDevicesPerRequest" for k in hami)
+
+
+def test_every_tenant_judges_claims_in_every_namespace(recording: Recording) -> None:
+    for tenant in ("tenant-a", "tenant-b"):
+        policy = next(
+            r for r in recording.resources if r.name == f"{tenant}-claim-admission-policy"
+        )
+        binding = next(
+            r for r in recording.resources if r.name == f"{tenant}-claim-admission-binding"
+        )
+        rules = policy.inputs["spec"]["matchConstraints"]["resourceRules"]
+        assert rules == [
+            {
+                "apiGroups": ["resource.k8s.io"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["resourceclaims", "resourceclaimtemplates"],
+            }
+        ]
+        assert binding.inputs["spec"]["policyName"] == policy.inputs["metadata"]["name"]
+        assert binding.inputs["spec"]["matchResources"] == {"namespaceSelector": {}}
+        assert policy.urn in binding.dependencies
