@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "1a95ef38e69cf5e12d576a92da2f6f2f886668bd"
+BASELINE = "ae56224aa18fac0ac73221f0a23ae3c9a78315b4"
 
 
 def _has_commit(commit: str) -> bool:
