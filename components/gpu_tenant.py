@@ -82,6 +82,7 @@ from components.tenant_specs import (
     datastore_shape,
     datastore_shape_problem,
     deployed_datastore_shape,
+    device_quota,
     dra_workload,
     kubeconfig_server,
     namespaces_to_create,
@@ -544,6 +545,17 @@ class GpuTenant(pulumi.ComponentResource):
             created = self._namespaces.get(quota.namespace)
             k8s.core.v1.ResourceQuota(
                 resource_names.tenant_quota(self._name, quota.namespace),
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=self._in_tenant(depends_on=[created] if created else []),
+            )
+        for device_quota_config in tenant.device_quotas:
+            manifest = device_quota(
+                device_quota_config, tenant.name, self._substrate.dra_device_classes
+            )
+            created = self._namespaces.get(device_quota_config.namespace)
+            k8s.core.v1.ResourceQuota(
+                resource_names.tenant_quota(self._name, device_quota_config.namespace),
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
                 opts=self._in_tenant(depends_on=[created] if created else []),

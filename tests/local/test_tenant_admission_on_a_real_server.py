@@ -35,7 +35,8 @@ from typing import Any
 import pytest
 
 from components.admission_policies import DeviceSharing
-from components.config import AdmissionSettings
+from components.config import AdmissionSettings, DeviceQuota
+from components.tenant_specs import device_quota
 from tests.local.conftest import TENANT_CONTROLLERS
 from tests.local.kube import KAMAJI_ADMISSION_PLUGINS, APIServer, Kube, KubeError, wait_for
 from tests.policies.test_admission_agreement import (
@@ -256,7 +257,9 @@ def _wait_until_in_force(
 def tenant(start_apiserver: Callable[..., APIServer]) -> Iterator[APIServer]:
     server = start_apiserver(
         "admission-tenant",
-        controllers=TENANT_CONTROLLERS,
+        # The resourcequota controller fills a ResourceQuota's status.hard, without which the
+        # quota admission plugin refuses nothing (test_a_dra_namespaces_device_quota_...).
+        controllers=(*TENANT_CONTROLLERS, "resourcequota-controller"),
         admission_plugins=KAMAJI_ADMISSION_PLUGINS,
     )
     yield server
@@ -499,6 +502,38 @@ def test_the_real_tenant_server_judges_claims_as_the_model_and_the_table(
         assert (answer.status, answer.message) == (422, expected)
     else:
         assert (answer.status, answer.message) == (201, "")
+
+
+def test_a_dra_namespaces_device_quota_bounds_its_claims_on_the_real_server(
+    tenant: APIServer, claim_answers: dict[str, tuple[Verdict, str, Answer]]
+) -> None:
+    """Issue 43 point 3: the program's deviceQuotas ResourceQuota (components.tenant_specs
+    .device_quota) under the key Kubernetes' ResourceClaim evaluator charges: two claims of one
+    card each fit a quota of 2, a third is refused by the quota plugin (after the claim policy,
+    which admits it). A wrong key would let the third through."""
+    del claim_answers  # the claim policy and a dra tenant's params are in force
+    admin = tenant.admin
+    namespace = "quota-check"
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    quota = device_quota(
+        DeviceQuota(namespace=namespace, devices=2), "tenant-a", DRA.device_classes
+    )
+    admin.create({"apiVersion": "v1", "kind": "ResourceQuota", **quota})
+
+    def counted() -> bool:
+        status = admin.get("v1", "ResourceQuota", "gpu-quota", namespace).get("status") or {}
+        return bool(status.get("hard")) and "used" in status
+
+    wait_for("the device quota's status (resourcequota-controller)", counted, log=tenant.log)
+    one_card = next(c for c in CLAIM_CASES if c.name == "good-claim-as-the-program-writes")
+    answers = []
+    for index in range(3):
+        claim = claim_object(dataclasses.replace(one_card, namespace=namespace), f"card-{index}")
+        answers.append(_send(admin, claim, dry_run=False))
+    assert [a.status for a in answers[:2]] == [201, 201], answers
+    assert answers[2].status == 403, answers[2]
+    assert "exceeded quota: gpu-quota" in answers[2].message
+    assert f"{DRA.device_classes[0]}.deviceclass.resource.k8s.io/devices=1" in answers[2].message
 
 
 def test_a_rule_switched_off_in_the_policy_lets_its_bad_pod_through(tenant: APIServer) -> None:

@@ -259,3 +259,17 @@ def test_every_tenant_judges_claims_in_every_namespace(recording: Recording) -> 
         assert binding.inputs["spec"]["policyName"] == policy.inputs["metadata"]["name"]
         assert binding.inputs["spec"]["matchResources"] == {"namespaceSelector": {}}
         assert policy.urn in binding.dependencies
+
+
+def test_the_dra_tenants_device_quota_counts_its_driver_class(recording: Recording) -> None:
+    """deviceQuotas (issue 43 point 3): the namespace's ResourceQuota bounds the devices of the
+    lab driver's DeviceClass that its ResourceClaims ask together; no HAMi keys."""
+    (quota,) = [
+        r
+        for r in recording.resources
+        if r.type == "kubernetes:core/v1:ResourceQuota" and r.name.startswith("tenant-a-")
+    ]
+    assert quota.inputs["metadata"]["namespace"] == "default"
+    assert quota.inputs["spec"]["hard"] == {
+        f"{dra_driver.DEVICE_CLASS}.deviceclass.resource.k8s.io/devices": "1"
+    }
