@@ -51,6 +51,8 @@ from components.admission_policies import (
     admission_binding,
     admission_params,
     admission_policy,
+    claim_rule_definitions,
+    device_sharing,
     rule_definitions,
 )
 from components.availability import control_plane_budget
@@ -82,6 +84,7 @@ from components.tenant_specs import (
     datastore_shape,
     datastore_shape_problem,
     deployed_datastore_shape,
+    device_quota,
     dra_workload,
     kubeconfig_server,
     namespaces_to_create,
@@ -548,6 +551,17 @@ class GpuTenant(pulumi.ComponentResource):
                 spec=manifest["spec"],
                 opts=self._in_tenant(depends_on=[created] if created else []),
             )
+        for device_quota_config in tenant.device_quotas:
+            manifest = device_quota(
+                device_quota_config, tenant.name, self._substrate.dra_device_classes
+            )
+            created = self._namespaces.get(device_quota_config.namespace)
+            k8s.core.v1.ResourceQuota(
+                resource_names.tenant_quota(self._name, device_quota_config.namespace),
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=self._in_tenant(depends_on=[created] if created else []),
+            )
         self._hami = hami
         return [calico, hami]
 
@@ -555,7 +569,8 @@ class GpuTenant(pulumi.ComponentResource):
         """The pack's GPU rules in the tenant's API server (``components.admission_policies``),
         before HAMi and so before every workload: its params, the policy, the binding."""
         rules = rule_definitions()
-        params = admission_params(rules, self._tenant.admission, self._labels)
+        sharing = device_sharing(self._tenant, self._substrate.dra_device_classes)
+        params = admission_params(rules, self._tenant.admission, self._labels, sharing)
         limits = k8s.core.v1.ConfigMap(
             resource_names.tenant_child(self._name, "admission-limits"),
             metadata=params["metadata"],
@@ -576,7 +591,23 @@ class GpuTenant(pulumi.ComponentResource):
             spec=manifest["spec"],
             opts=self._in_tenant(depends_on=[policy, limits]),
         )
-        return [limits, policy, binding]
+        # ResourceClaims and their templates, every namespace (components.admission_policies).
+        claim_rules = claim_rule_definitions()
+        manifest = admission_policy(claim_rules, self._labels)
+        claim_policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            resource_names.tenant_child(self._name, "claim-admission-policy"),
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=self._in_tenant(),
+        )
+        manifest = admission_binding(claim_rules, self._tenant.admission.mode, [], self._labels)
+        claim_binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            resource_names.tenant_child(self._name, "claim-admission-binding"),
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=self._in_tenant(depends_on=[claim_policy, limits]),
+        )
+        return [limits, policy, binding, claim_policy, claim_binding]
 
     def _tenant_namespace(self, namespace: str, extra_labels: dict[str, str]) -> pulumi.Resource:
         return k8s.core.v1.Namespace(

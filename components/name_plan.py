@@ -60,6 +60,8 @@ TENANT_PARTS = (
     "admission-limits",
     "admission-policy",
     "admission-binding",
+    "claim-admission-policy",
+    "claim-admission-binding",
 )
 # A replicated control plane's PodDisruptionBudget (gpu_tenant.py).
 CONTROL_PLANE_BUDGET_PART = "control-plane-budget"
@@ -136,6 +138,9 @@ def _tenant_names(
     for q_index, quota in enumerate(tenant.gpu_quotas):
         owner = f"tenants[{index}].gpuQuotas[{q_index}] ({t}: {quota.namespace})"
         yield planned(tenant_quota(t, quota.namespace), owner)
+    for q_index, device_quota in enumerate(tenant.device_quotas):
+        owner = f"tenants[{index}].deviceQuotas[{q_index}] ({t}: {device_quota.namespace})"
+        yield planned(tenant_quota(t, device_quota.namespace), owner)
     for w_index, workload in enumerate(tenant.workloads):
         owner = f"tenants[{index}].workloads[{w_index}] ({t}: {workload.namespace}/{workload.name})"
         yield planned(tenant_workload(t, workload.namespace, workload.name), owner)

@@ -595,6 +595,12 @@ class Substrate(Protocol):
         (HAMi's device plugin): it publishes the tenant's cards as ResourceSlices."""
         ...
 
+    @property
+    def dra_device_classes(self) -> tuple[str, ...]:
+        """The DeviceClasses ``dra_driver`` registers in a ``gpuSharing: dra`` tenant: the only
+        ones its claims may name (the tenant's admission params, before the driver exists)."""
+        ...
+
     # ----- a worker pool
 
     def worker_pool(self, site: PoolSite) -> PoolParts:

@@ -38,6 +38,7 @@ from components.config import (
     ConfigError,
     ControlPlaneResources,
     DedicatedDataStore,
+    DeviceQuota,
     GpuQuota,
     GpuRequest,
     Tenant,
@@ -66,6 +67,8 @@ WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
 TCP_READY_CONDITION = "jsonpath={.status.kubernetesResources.version.status}=Ready"
 
 ADMIN_KUBECONFIG_KEY = "admin.conf"
+# corev1.ResourceClaimsPerClass (k8s.io/api v0.35.0 core/v1/types.go:7724).
+DEVICE_CLASS_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 SUPER_ADMIN_KUBECONFIG_KEY = "super-admin.conf"
 
 
@@ -506,12 +509,41 @@ def resource_quota(quota: GpuQuota, tenant_name: str) -> dict[str, Any]:
     }
 
 
+def device_quota(
+    quota: DeviceQuota, tenant_name: str, device_classes: Sequence[str]
+) -> dict[str, Any]:
+    """A ``gpuSharing: dra`` namespace's quota: ``devices`` for each of the platform's
+    DeviceClasses, under the name Kubernetes' ResourceClaim evaluator charges
+    (``<class>.deviceclass.resource.k8s.io/devices``: kubernetes v1.35.0
+    pkg/quota/v1/evaluator/core/resource_claims.go:46-50, k8s.io/api v0.35.0
+    core/v1/types.go:7724). Each ResourceClaim in the namespace, those the resourceclaim
+    controller creates from templates for pods included, counts its requests' ``count`` per class
+    (``allocationMode: All`` as 32, resource_claims.go:240-256) at creation, allocated or not.
+    A class per key: the claim rules refuse any other class, and one class's devices cannot be
+    claimed under another's quota."""
+    return {
+        "metadata": {
+            "name": "gpu-quota",
+            "namespace": quota.namespace,
+            "labels": tenant_labels(tenant_name),
+        },
+        "spec": {
+            "hard": {
+                f"{name}{DEVICE_CLASS_QUOTA_SUFFIX}": str(quota.devices)
+                for name in sorted(set(device_classes))
+            }
+        },
+    }
+
+
 def namespaces_to_create(tenant: Tenant, existing: Sequence[str] = ()) -> list[str]:
     """Namespaces the tenant's quotas and workloads need that a cluster does not start with
     (``default`` and the system ones) and that are not created otherwise (``existing``)."""
     skip = {"default", *SYSTEM_NAMESPACES, *existing}
-    wanted = [quota.namespace for quota in tenant.gpu_quotas] + [
-        workload.namespace for workload in tenant.workloads
+    wanted = [
+        *(quota.namespace for quota in tenant.gpu_quotas),
+        *(quota.namespace for quota in tenant.device_quotas),
+        *(workload.namespace for workload in tenant.workloads),
     ]
     return sorted({ns for ns in wanted if ns not in skip})
 

@@ -217,6 +217,15 @@ CHANGES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "tenants[].gpuQuotas[].gpuMemoryMiB": (CHANGEABLE, "a lower one admits no new pod over it"),
         "tenants[].gpuQuotas[].gpuCores": (CHANGEABLE, "a lower one admits no new pod over it"),
         "tenants[].gpuQuotas[].gpus": (CHANGEABLE, "a lower one admits no new pod over it"),
+        "tenants[].deviceQuotas": (CHANGEABLE, "the namespaces' ResourceQuotas"),
+        "tenants[].deviceQuotas[].namespace": (
+            WITH_CARE,
+            "the old namespace's quota is deleted",
+        ),
+        "tenants[].deviceQuotas[].devices": (
+            CHANGEABLE,
+            "a lower one admits no new claim over it",
+        ),
         "tenants[].workerPools": (WITH_CARE, "removing a pool drains and deletes its nodes"),
         "tenants[].workerPools[].name": (FIXED, "names the pool's nodes: a new pool"),
         "tenants[].workerPools[].replicas": (

@@ -257,6 +257,12 @@ def _gpu_sharing_problems(platform: PlatformConfig) -> list[str]:
     problems: list[str] = []
     for t_index, tenant in enumerate(platform.tenants):
         if tenant.gpu_sharing != "dra":
+            if tenant.device_quotas:
+                problems.append(
+                    f"tenants[{t_index}].deviceQuotas: they count DRA devices, which a "
+                    "gpuSharing: hami tenant's pods never claim (its claims are refused at "
+                    "admission); use gpuQuotas, or set gpuSharing: dra"
+                )
             continue
         key = f"tenants[{t_index}]"
         version = platform.version_of(tenant)
@@ -275,7 +281,40 @@ def _gpu_sharing_problems(platform: PlatformConfig) -> list[str]:
             problems.append(
                 f"{key}.gpuQuotas: they limit HAMi's nvidia.com/gpumem, gpucores and gpu, which "
                 "a DRA pod never requests (it asks through ResourceClaims), so they would "
-                "meter nothing; remove gpuQuotas or keep gpuSharing: hami"
+                "meter nothing; remove gpuQuotas (deviceQuotas count a dra tenant's devices) "
+                "or keep gpuSharing: hami"
+            )
+        problems.extend(_device_quota_problems(tenant, key))
+    return problems
+
+
+def _device_quota_problems(tenant: Tenant, key: str) -> list[str]:
+    """A dra tenant's declared workloads fit its deviceQuotas, as a hami tenant's fit its
+    gpuQuotas: each pod's claim asks ``cards`` devices (components.dra), so a namespace needs
+    replicas x cards; with quotas, no workload in a namespace none covers."""
+    quotas = {q.namespace: (i, q) for i, q in enumerate(tenant.device_quotas)}
+    if not quotas:
+        return []
+    problems: list[str] = []
+    totals: dict[str, int] = {}
+    for w_index, workload in enumerate(tenant.workloads):
+        if workload.namespace not in quotas:
+            problems.append(
+                f"{key}.workloads[{w_index}].namespace: {workload.namespace!r} has no "
+                "deviceQuotas entry, so its claims would not be metered; add a quota for it or "
+                "move the workload to a namespace that has one"
+            )
+            continue
+        totals[workload.namespace] = (
+            totals.get(workload.namespace, 0) + workload.replicas * workload.gpu.cards
+        )
+    for namespace, devices in sorted(totals.items()):
+        q_index, quota = quotas[namespace]
+        if devices > quota.devices:
+            problems.append(
+                f"{key}.deviceQuotas[{q_index}].devices: the workloads this tenant declares in "
+                f"{namespace!r} claim {devices} (replicas x cards) and the quota allows "
+                f"{quota.devices}; raise it to at least {devices} or shrink the workloads"
             )
     return problems
 

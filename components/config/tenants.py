@@ -165,6 +165,22 @@ class GpuQuota(_Model):
         return _dns1123(value, "quota namespace")
 
 
+class DeviceQuota(_Model):
+    """A namespace ResourceQuota on DRA devices inside a ``gpuSharing: dra`` tenant."""
+
+    namespace: str = Field(description="tenant namespace the quota applies to")
+    devices: PositiveInt = Field(
+        description="<class>.deviceclass.resource.k8s.io/devices for each of the platform's "
+        "DeviceClasses: the cards the namespace's ResourceClaims may ask together "
+        "(docs/dra.md, Quota)"
+    )
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        return _dns1123(value, "quota namespace")
+
+
 class GpuRequest(_Model):
     """What one workload container asks of HAMi."""
 
@@ -323,6 +339,11 @@ class Tenant(_Model):
     gpu_quotas: list[GpuQuota] = Field(
         default_factory=list, description="HAMi ResourceQuotas inside the tenant"
     )
+    device_quotas: list[DeviceQuota] = Field(
+        default_factory=list,
+        description="DRA device ResourceQuotas inside a gpuSharing: dra tenant (its gpuQuotas' "
+        "counterpart; docs/dra.md)",
+    )
     worker_pools: list[WorkerPool] = Field(
         min_length=1,
         description="GPU node pools (at least one: the tenant's CNI and HAMi run on its workers)",
@@ -372,6 +393,7 @@ class Tenant(_Model):
             ("worker pool", [pool.name for pool in self.worker_pools]),
             ("workload", [f"{w.namespace}/{w.name}" for w in self.workloads]),
             ("quota namespace", [quota.namespace for quota in self.gpu_quotas]),
+            ("device quota namespace", [quota.namespace for quota in self.device_quotas]),
         ):
             dupes = sorted(name for name, n in Counter(names).items() if n > 1)
             if dupes:

@@ -14,6 +14,7 @@ from components.backups.objects import PauseOwner
 from components.config import PlatformConfig, Tenant, WorkerPool
 from components.lab import backup_store, pinned_addresses, preflight
 from components.lab import config_checks as lab_config_checks
+from components.lab import dra_driver as lab_dra_driver
 from components.lab import management as lab_management
 from components.lab import names as lab_names
 from components.lab import network as lab_network
@@ -162,6 +163,10 @@ class LabSubstrate:
         self, inside: InsideTenant, tenant: Tenant, after: Sequence[pulumi.Resource]
     ) -> DraDriver:
         return lab_tenant.dra_driver(inside, tenant, after)
+
+    @property
+    def dra_device_classes(self) -> tuple[str, ...]:
+        return (lab_dra_driver.DEVICE_CLASS,)
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         return lab_workers(site)

@@ -157,6 +157,10 @@ class ProdSubstrate:
         # Unreachable: the configuration refuses gpuSharing: dra in prod (config_checks._dra).
         raise ValueError(f"{tenant.name}: prod pins no DRA driver")
 
+    @property
+    def dra_device_classes(self) -> tuple[str, ...]:
+        return ()
+
     def worker_pool(self, site: PoolSite) -> PoolParts:
         return cluster_api_machines(site)
 

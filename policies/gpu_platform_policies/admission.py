@@ -21,6 +21,10 @@ What each rule sees, as in the API server (``object``, ``namespaceObject``, ``pa
 * a pod in a namespace the tenant's binding excludes is not judged, as the API server does not
   send it to the policy.
 
+ResourceClaims and ResourceClaimTemplates the stack declares are judged the same way by the
+file's ``claimPolicy`` rules (the tenant's second ValidatingAdmissionPolicy), ``object`` being
+the claim as the API server stores it (whole numbers as int64: ``admitted_claim``).
+
 Unknown values (preview) leave a pod spec unjudged. An expression that fails to evaluate is a
 violation (the policy's ``failurePolicy`` is Fail).
 """
@@ -52,6 +56,11 @@ CONFIG_MAP_TYPE: Final = "kubernetes:core/v1:ConfigMap"
 NAMESPACE_TYPE: Final = "kubernetes:core/v1:Namespace"
 BINDING_TYPE: Final = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 NAME_LABEL: Final = "kubernetes.io/metadata.name"
+CLAIM_SECTION: Final = "claimPolicy"
+CLAIM_TYPES: Final = {
+    "kubernetes:resource.k8s.io/v1:ResourceClaim": "ResourceClaim",
+    "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate": "ResourceClaimTemplate",
+}
 
 
 @dataclass(frozen=True)
@@ -71,24 +80,32 @@ class RuleSet:
     rules: tuple[Rule, ...]
 
 
-def parse_rules(document: dict[str, Any]) -> RuleSet:
+def parse_rules(document: dict[str, Any], section: str | None = None) -> RuleSet:
+    """The pod policy of the rules file, or with ``section`` (``claimPolicy``) that policy."""
     params = document["paramsConfigMap"]
+    policy = document if section is None else document[section]
     return RuleSet(
-        policy_name=document["policyName"],
+        policy_name=policy["policyName"],
         params_name=params["name"],
         params_namespace=params["namespace"],
-        variables=tuple((v["name"], v["expression"]) for v in document["variables"]),
+        variables=tuple((v["name"], v["expression"]) for v in policy["variables"]),
         rules=tuple(
             Rule(r["id"], r["expression"], r["message"], r.get("messageExpression"))
-            for r in document["rules"]
+            for r in policy["rules"]
         ),
     )
 
 
 @functools.cache
 def load_rules() -> RuleSet:
-    """The rule definitions (``admission_rules.json``)."""
+    """The pod rules (``admission_rules.json``)."""
     return parse_rules(json.loads(RULES_FILE.read_text(encoding="utf-8")))
+
+
+@functools.cache
+def load_claim_rules() -> RuleSet:
+    """The ResourceClaim and ResourceClaimTemplate rules (``claimPolicy`` of the same file)."""
+    return parse_rules(json.loads(RULES_FILE.read_text(encoding="utf-8")), CLAIM_SECTION)
 
 
 @functools.lru_cache(maxsize=512)
@@ -236,17 +253,78 @@ def _namespace_object(stack: Stack, tenant: Any, name: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": {NAME_LABEL: name}}}
 
 
-def check_admission(stack: Stack, rules: RuleSet | None = None) -> list[Violation]:
-    """All hami-admission-rules violations of a stack."""
+def check_admission(
+    stack: Stack, rules: RuleSet | None = None, claim_rules: RuleSet | None = None
+) -> list[Violation]:
+    """All hami-admission-rules violations of a stack: its pod specs by the pod rules, its
+    ResourceClaims and ResourceClaimTemplates by the claim rules."""
     rules = rules or load_rules()
+    claim_rules = claim_rules or load_claim_rules()
     params = _tenant_params(stack, rules)
     exclusions = _tenant_exclusions(stack, rules)
+    claim_exclusions = _tenant_exclusions(stack, claim_rules)
     violations: list[Violation] = []
     for resource in stack:
+        if resource.type in CLAIM_TYPES:
+            violations.extend(_check_claim(stack, resource, claim_rules, params, claim_exclusions))
         if not may_hold_pod_specs(resource.type):
             continue
         violations.extend(_check_resource(stack, resource, rules, params, exclusions))
     return violations
+
+
+def _integral(value: Any) -> Any:
+    """JSON numbers as the API server stores them: a count of ``2.0`` (Pulumi sends floats) is
+    the int64 2."""
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def admitted_claim(resource_type: str, props: Any, namespace: str) -> dict[str, Any]:
+    """A ResourceClaim or ResourceClaimTemplate as a ValidatingAdmissionPolicy sees it."""
+    spec = get(props, "spec")
+    metadata = get(props, "metadata")
+    meta: dict[str, Any] = {"namespace": namespace}
+    if isinstance(metadata, dict) and isinstance(metadata.get("name"), str):
+        meta["name"] = metadata["name"]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": CLAIM_TYPES[resource_type],
+        "metadata": meta,
+        "spec": _integral(spec if isinstance(spec, dict) else {}),
+    }
+
+
+def _check_claim(
+    stack: Stack,
+    resource: Resource,
+    rules: RuleSet,
+    params: dict[Any, dict[str, Any] | None],
+    exclusions: dict[Any, set[str] | None],
+) -> list[Violation]:
+    tenant = stack.tenant_of(resource)
+    namespace = resource.namespace if resource.namespace is not None else "default"
+    if tenant is UNKNOWN or not isinstance(namespace, str):
+        return []
+    if contains_unknown(get(resource.props, "spec")):
+        return []  # preview: judged once the values are known
+    excluded = exclusions.get(tenant, set())
+    if excluded is None or namespace in excluded:
+        return []
+    if tenant in params and params[tenant] is None:
+        return []
+    claim = admitted_claim(resource.type, resource.props, namespace)
+    return [
+        Violation(f"{resource.describe()}: {rule_id}: {message}", resource.urn)
+        for rule_id, message in evaluate_rules(
+            rules, claim, _namespace_object(stack, tenant, namespace), params.get(tenant)
+        )
+    ]
 
 
 def _check_resource(

@@ -238,8 +238,9 @@ def build_policies() -> list[Policy]:
             name=HAMI_ADMISSION_RULES,
             description=(
                 "The GPU rules every tenant's ValidatingAdmissionPolicy enforces (one CEL "
-                "definition each, admission_rules.json), evaluated on every declared pod spec "
-                "with the tenant's ceilings."
+                "definition each, admission_rules.json), evaluated on every declared pod spec, "
+                "ResourceClaim and ResourceClaimTemplate with the tenant's ceilings and "
+                "gpuSharing."
             ),
             validate=validate_admission,
             enforcement_level=mandatory,

@@ -17,13 +17,17 @@ from components.admission_policies import (
     admission_binding,
     admission_params,
     admission_policy,
+    device_sharing,
     rule_definitions,
 )
 from components.config import PlatformConfig, Tenant
+from components.lab.dra_driver import DEVICE_CLASS
 from components.tenant_specs import tenant_labels
 from components.tenant_values import NVIDIA_RUNTIME_CLASS, webhook_excluded_namespaces
 from tests.acceptance.stack import uses_mock
 from tests.policies.vap_eval import WEBHOOK, TenantAnswer, tenant_answer
+
+DRA_CLASSES = (DEVICE_CLASS,)
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,8 @@ def expected_answer(
     return tenant_answer(
         admission_policy(rules, labels),
         admission_binding(rules, tenant.admission.mode, excluded, labels),
-        [admission_params(rules, tenant.admission, labels)],
+        # The tenant's gpuSharing too; a dra tenant exists only in the lab (prod pins no driver).
+        [admission_params(rules, tenant.admission, labels, device_sharing(tenant, DRA_CLASSES))],
         body,
         {"metadata": {"name": namespace, "labels": dict(namespace_labels or {})}},
         overwrite_env=options.overwrite_env,

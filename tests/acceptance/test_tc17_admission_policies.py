@@ -208,8 +208,12 @@ def plan_cases(platform: PlatformConfig, tenant: Tenant, run_id: str) -> list[Pl
 
 
 def rules_to_show(tenant: Tenant) -> set[str]:
-    """Every rule, but the tenant's ceilings where it sets none."""
+    """Every rule, but the tenant's ceilings where it sets none, and the rule that refuses the
+    other gpuSharing's pods (a hami tenant cannot show HAMi's resources refused)."""
     rules = {rule["id"] for rule in rule_definitions().rules}
+    rules.discard(
+        "dra-tenant-no-hami-resources" if tenant.gpu_sharing == "hami" else "hami-tenant-no-claims"
+    )
     if tenant.admission.max_gpu_memory_mib is None:
         rules.discard("tenant-max-gpumem")
     if tenant.admission.whole_cards:

@@ -34,7 +34,9 @@ from typing import Any
 
 import pytest
 
-from components.config import AdmissionSettings
+from components.admission_policies import DeviceSharing
+from components.config import AdmissionSettings, DeviceQuota
+from components.tenant_specs import device_quota
 from tests.local.conftest import TENANT_CONTROLLERS
 from tests.local.kube import KAMAJI_ADMISSION_PLUGINS, APIServer, Kube, KubeError, wait_for
 from tests.policies.test_admission_agreement import (
@@ -45,6 +47,14 @@ from tests.policies.test_admission_agreement import (
     pod_of,
     rendered,
 )
+from tests.policies.test_claim_admission_agreement import (
+    ADMIN_LABEL,
+    DRA,
+    ClaimCase,
+    claim_object,
+    rendered_claims,
+)
+from tests.policies.test_claim_admission_agreement import CASES as CLAIM_CASES
 from tests.policies.vap_eval import Verdict, as_admitted, evaluate_policy, forbidden_message
 from tests.support.harness import Recording
 
@@ -79,7 +89,7 @@ def sent_form(case: Case, name: str | None = None) -> Sent:
     written where HAMi refuses it itself; and the model's verdict on exactly that pod. The pod
     is named ``name`` (default: the case's name: each case is created once)."""
     name = name or case.name
-    policy, binding, params = rendered(case.settings)
+    policy, binding, params = rendered(case.settings, sharing=case.sharing)
     answer = live_answer(case)
     written = pod_of(case)
     written["metadata"]["name"] = name
@@ -102,8 +112,12 @@ def sent_form(case: Case, name: str | None = None) -> Sent:
     return Sent(case, pod, answer.pod is None, model, message)
 
 
-def _settings_key(settings: AdmissionSettings) -> str:
-    return settings.model_dump_json()
+# What a settings group shares: the tenant's ceilings and its gpuSharing (the params ConfigMap).
+Settings = tuple[AdmissionSettings, DeviceSharing]
+
+
+def _settings_key(case: Case) -> str:
+    return case.settings.model_dump_json() + repr(case.sharing)
 
 
 def _send(kube: Kube, pod: Mapping[str, Any], *, dry_run: bool) -> Answer:
@@ -194,8 +208,8 @@ def _prepare(server: APIServer) -> Kube:
     return server.client(USER, USER_GROUPS)
 
 
-def _apply_settings(admin: Kube, settings: AdmissionSettings) -> None:
-    policy, binding, params = rendered(settings)
+def _apply_settings(admin: Kube, settings: Settings) -> None:
+    policy, binding, params = rendered(settings[0], sharing=settings[1])
     admin.apply(policy)
     admin.apply(params)
     admin.apply(binding)
@@ -203,8 +217,8 @@ def _apply_settings(admin: Kube, settings: AdmissionSettings) -> None:
 
 def _wait_until_in_force(
     user: Kube,
-    settings: AdmissionSettings,
-    previous: AdmissionSettings | None,
+    settings: Settings,
+    previous: Settings | None,
 ) -> str:
     """Until the server answers with ``settings``: the first case of the table whose model
     verdict under them differs from its verdict under the ``previous`` settings (or under no
@@ -212,8 +226,9 @@ def _wait_until_in_force(
     Returns "" or, after ``SETTLE_TIMEOUT_S``, what the server answered instead (a
     disagreement with the model, which ``test_every_settings_change_took_effect`` reports)."""
 
-    def under(case: Case, chosen: AdmissionSettings) -> Sent:
-        return sent_form(dataclasses.replace(case, settings=chosen), name=f"settled-{case.name}")
+    def under(case: Case, chosen: Settings) -> Sent:
+        changed = dataclasses.replace(case, settings=chosen[0], sharing=chosen[1])
+        return sent_form(changed, name=f"settled-{case.name}")
 
     for case in CASES:
         sent = under(case, settings)
@@ -242,7 +257,9 @@ def _wait_until_in_force(
 def tenant(start_apiserver: Callable[..., APIServer]) -> Iterator[APIServer]:
     server = start_apiserver(
         "admission-tenant",
-        controllers=TENANT_CONTROLLERS,
+        # The resourcequota controller fills a ResourceQuota's status.hard, without which the
+        # quota admission plugin refuses nothing (test_a_dra_namespaces_device_quota_...).
+        controllers=(*TENANT_CONTROLLERS, "resourcequota-controller"),
         admission_plugins=KAMAJI_ADMISSION_PLUGINS,
     )
     yield server
@@ -263,12 +280,12 @@ def run(tenant: APIServer, local_summary: list[str]) -> Run:
     prepared = time.monotonic() - started
     groups: dict[str, list[Case]] = {}
     for case in CASES:
-        groups.setdefault(_settings_key(case.settings), []).append(case)
+        groups.setdefault(_settings_key(case), []).append(case)
     results: dict[str, tuple[Sent, Answer]] = {}
     unsettled: list[str] = []
-    previous: AdmissionSettings | None = None
+    previous: Settings | None = None
     for cases in groups.values():
-        settings = cases[0].settings
+        settings = (cases[0].settings, cases[0].sharing)
         _apply_settings(tenant.admin, settings)
         unsettled.append(_wait_until_in_force(user, settings, previous))
         for case in cases:
@@ -371,12 +388,160 @@ def test_type_checking_names_a_field_pods_do_not_have(tenant: APIServer) -> None
     assert any("containerz" in w.get("warning", "") for w in warnings), warnings
 
 
+CLAIM_RESOURCES = {
+    "ResourceClaim": "resourceclaims.resource.k8s.io",
+    "ResourceClaimTemplate": "resourceclaimtemplates.resource.k8s.io",
+}
+
+
+@pytest.fixture(scope="module")
+def claim_answers(
+    tenant: APIServer, run: Run, local_summary: list[str]
+) -> dict[str, tuple[Verdict, str, Answer]]:
+    """Every claim of tests/policies/test_claim_admission_agreement.py created once by the
+    namespace user, under the claim policy, its binding and a dra tenant's params (after the pod
+    table: ``run`` is done with the params ConfigMap). resource.k8s.io/v1 is served by default
+    at v1.35.0 (DynamicResourceAllocation GA and on, kubernetes v1.35.0
+    pkg/features/kube_features.go:1292-1296), and DRAAdminAccess is beta and on from 1.34
+    (:1227-1230), so adminAccess reaches the policy rather than being dropped."""
+    started = time.monotonic()
+    admin = tenant.admin
+    user = tenant.client(USER, USER_GROUPS)
+    for name, labels in claim_namespaces().items():
+        if name == "default":
+            continue
+        admin.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+        )
+        admin.create(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": "developer-edit", "namespace": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "edit",
+                },
+                "subjects": [
+                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}
+                ],
+            }
+        )
+    policy, binding, params = rendered_claims(DRA)
+    for obj in (policy, params, binding):
+        admin.apply(obj)
+    # A claim only the policy refuses (Kubernetes itself refuses adminAccess here, see below).
+    probe = next(c for c in CLAIM_CASES if c.name == "bad-unknown-class")
+    wait_for(
+        "the claim policy in force",
+        lambda: not _send(user, claim_object(probe, "settled"), dry_run=True).admitted,
+        timeout=SETTLE_TIMEOUT_S,
+        log=tenant.log,
+    )
+    found: dict[str, tuple[Verdict, str, Answer]] = {}
+    for case in CLAIM_CASES:
+        sent = claim_object(case)
+        namespace = {"metadata": {"name": case.namespace, "labels": dict(case.namespace_labels)}}
+        model = evaluate_policy(
+            policy, binding, sent, namespace, [rendered_claims(case.sharing)[2]]
+        )
+        expected = (
+            forbidden_message(
+                case.name,
+                str(policy["metadata"]["name"]),
+                str(binding["metadata"]["name"]),
+                model.messages[0],
+                CLAIM_RESOURCES[case.kind],
+            )
+            if not model.admitted
+            else ""
+        )
+        if case.sharing != DRA:
+            continue  # the params in force are a dra tenant's
+        found[case.name] = (model, expected, _send(user, sent, dry_run=False))
+    local_summary.append(
+        f"admission tenant: {len(found)} claims created, {time.monotonic() - started:.0f} s"
+    )
+    return found
+
+
+def asks_admin_access(case: ClaimCase) -> bool:
+    return any(
+        (r.get("exactly") or {}).get("adminAccess") is True
+        for r in case.spec["devices"]["requests"]
+    )
+
+
+def claim_namespaces() -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
+    for case in CLAIM_CASES:
+        found.setdefault(case.namespace, {}).update(case.namespace_labels)
+    return found
+
+
+@pytest.mark.parametrize("case", [c for c in CLAIM_CASES if c.sharing == DRA], ids=lambda c: c.name)
+def test_the_real_tenant_server_judges_claims_as_the_model_and_the_table(
+    case: ClaimCase, claim_answers: dict[str, tuple[Verdict, str, Answer]]
+) -> None:
+    """Allowed claims (as the program writes them) are created; adminAccess (even in a namespace
+    labelled resource.kubernetes.io/admin-access=true, which the server's own check accepts),
+    an unknown DeviceClass, allocationMode All, too many cards and firstAvailable are refused
+    with the model's text."""
+    model, expected, answer = claim_answers[case.name]
+    assert model.rule_ids == set(case.expected)
+    if asks_admin_access(case) and case.namespace_labels.get(ADMIN_LABEL) != "true":
+        # Kubernetes refuses it itself, in the registry's validation before any admission
+        # policy runs (kubernetes v1.35.0 pkg/registry/resource/utils.go:31-67, called from
+        # resourceclaim/strategy.go:102 and resourceclaimtemplate/strategy.go:64): the policy
+        # matters where the namespace carries the label, which a tenant admin can set.
+        assert answer.status == 422
+        assert f"{ADMIN_LABEL}: true` label on the containing namespace" in answer.message
+        return
+    if case.expected:
+        assert (answer.status, answer.message) == (422, expected)
+    else:
+        assert (answer.status, answer.message) == (201, "")
+
+
+def test_a_dra_namespaces_device_quota_bounds_its_claims_on_the_real_server(
+    tenant: APIServer, claim_answers: dict[str, tuple[Verdict, str, Answer]]
+) -> None:
+    """Issue 43 point 3: the program's deviceQuotas ResourceQuota (components.tenant_specs
+    .device_quota) under the key Kubernetes' ResourceClaim evaluator charges: two claims of one
+    card each fit a quota of 2, a third is refused by the quota plugin (after the claim policy,
+    which admits it). A wrong key would let the third through."""
+    del claim_answers  # the claim policy and a dra tenant's params are in force
+    admin = tenant.admin
+    namespace = "quota-check"
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    quota = device_quota(
+        DeviceQuota(namespace=namespace, devices=2), "tenant-a", DRA.device_classes
+    )
+    admin.create({"apiVersion": "v1", "kind": "ResourceQuota", **quota})
+
+    def counted() -> bool:
+        status = admin.get("v1", "ResourceQuota", "gpu-quota", namespace).get("status") or {}
+        return bool(status.get("hard")) and "used" in status
+
+    wait_for("the device quota's status (resourcequota-controller)", counted, log=tenant.log)
+    one_card = next(c for c in CLAIM_CASES if c.name == "good-claim-as-the-program-writes")
+    answers = []
+    for index in range(3):
+        claim = claim_object(dataclasses.replace(one_card, namespace=namespace), f"card-{index}")
+        answers.append(_send(admin, claim, dry_run=False))
+    assert [a.status for a in answers[:2]] == [201, 201], answers
+    assert answers[2].status == 403, answers[2]
+    assert "exceeded quota: gpu-quota" in answers[2].message
+    assert f"{DRA.device_classes[0]}.deviceclass.resource.k8s.io/devices=1" in answers[2].message
+
+
 def test_a_rule_switched_off_in_the_policy_lets_its_bad_pod_through(tenant: APIServer) -> None:
     """The comparison above can fail: with hami-gpumem-mib's expression replaced by ``true`` the
     real server admits the pod the table refuses for it (last in this module: it changes the
     tenant's policy)."""
     case = next(c for c in CASES if c.name == "bad-gpumem-gi")
-    policy, binding, params = rendered(case.settings)
+    policy, binding, params = rendered(case.settings, sharing=case.sharing)
     index = [v["message"].split(":", 1)[0] for v in policy["spec"]["validations"]].index(
         "hami-gpumem-mib"
     )

@@ -29,6 +29,7 @@ from gpu_platform_policies.model import Stack, from_policy_resource
 from gpu_platform_policies.pack import validate_gpu_requests
 
 from components.admission_policies import (
+    DeviceSharing,
     admission_binding,
     admission_params,
     admission_policy,
@@ -61,6 +62,9 @@ TENANT = "tenant-a"
 LABELS = {TENANT_LABEL: TENANT}
 EXCLUDED = webhook_excluded_namespaces(("gpu-operator",))
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+HAMI = DeviceSharing()
+# A gpuSharing: dra tenant of the lab: dra-example-driver's DeviceClass, 4 cards per node.
+DRA = DeviceSharing("dra", ("gpu.example.com",), 4)
 VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 
@@ -74,6 +78,7 @@ class Case:
     pod_labels: dict[str, str] = field(default_factory=dict)
     namespace_labels: dict[str, str] = field(default_factory=dict)
     settings: AdmissionSettings = field(default_factory=AdmissionSettings)
+    sharing: DeviceSharing = HAMI  # the tenant's gpuSharing, as its params say
     # hami-gpu-requests (the pack's detailed preview check) judges the quantity forms too: where
     # True, its verdict must be the table's as well.
     python: bool = True
@@ -251,22 +256,35 @@ CASES = [
     Case("bad-host-pid", one(gpu(), hostPID=True), bad("hami-host-namespaces")),
     # Pods that take cards through ResourceClaims (gpuSharing: dra) are GPU pods for the
     # device-access rules too; HAMi's own rules leave them alone.
-    Case("good-dra-claim-pod", dra()),
+    Case("good-dra-claim-pod", dra(), sharing=DRA),
     Case(
         "good-dra-pod-in-hami-ignored-namespace",
         dra(),
         namespace_labels={"hami.io/webhook": "ignore"},
+        sharing=DRA,
     ),
-    Case("bad-dra-privileged", dra(privileged=True), bad("hami-device-access")),
+    Case("bad-dra-privileged", dra(privileged=True), bad("hami-device-access"), sharing=DRA),
     Case(
         "bad-dra-privileged-in-privileged-namespace",
         dra(privileged=True),
         bad("hami-device-access"),
         namespace="tools",
         settings=AdmissionSettings(privilegedNamespaces=["tools"]),  # type: ignore[call-arg]
+        sharing=DRA,
     ),
-    Case("bad-dra-host-pid", dra(hostPID=True), bad("hami-host-namespaces")),
-    Case("bad-dra-node-name", dra(nodeName="n1"), bad("hami-node-name")),
+    Case("bad-dra-host-pid", dra(hostPID=True), bad("hami-host-namespaces"), sharing=DRA),
+    Case("bad-dra-node-name", dra(nodeName="n1"), bad("hami-node-name"), sharing=DRA),
+    # Each tenant takes cards one way (gpuSharing): HAMi's resources on a dra tenant, claims on
+    # a hami tenant, would stay Pending.
+    Case(
+        "bad-hami-pod-on-dra-tenant",
+        one(gpu()),
+        bad("dra-tenant-no-hami-resources"),
+        sharing=DRA,
+        python=False,
+    ),
+    Case("bad-dra-pod-on-hami-tenant", dra(), bad("hami-tenant-no-claims"), python=False),
+    Case("good-cpu-pod-on-dra-tenant", one(None), sharing=DRA),
     Case(
         "bad-pod-skips-webhook",
         one(gpu()),
@@ -403,13 +421,17 @@ CASES = [
 # ------------------------------------------------------------------------------ the enforcers
 
 
-def rendered(settings: AdmissionSettings, policy_spec: dict[str, Any] | None = None) -> Any:
+def rendered(
+    settings: AdmissionSettings,
+    policy_spec: dict[str, Any] | None = None,
+    sharing: DeviceSharing = HAMI,
+) -> Any:
     rules = rule_definitions()
     policy = admission_policy(rules, LABELS)
     if policy_spec is not None:
         policy["spec"] = policy_spec
     binding = admission_binding(rules, settings.mode, EXCLUDED, LABELS)
-    params = admission_params(rules, settings, LABELS)
+    params = admission_params(rules, settings, LABELS, sharing)
     return policy, binding, params
 
 
@@ -431,7 +453,7 @@ def namespace_of(case: Case) -> dict[str, Any]:
 def api_server(
     case: Case, policy_spec: dict[str, Any] | None = None, mutated: bool = False
 ) -> Verdict:
-    policy, binding, params = rendered(case.settings, policy_spec)
+    policy, binding, params = rendered(case.settings, policy_spec, case.sharing)
     pod = as_admitted(pod_of(case))
     if mutated:
         pod = hami_mutation(pod, overwrite_env=True, runtime_class="nvidia")
@@ -439,7 +461,7 @@ def api_server(
 
 
 def pack_stack(case: Case) -> Stack:
-    policy, binding, params = rendered(case.settings)
+    policy, binding, params = rendered(case.settings, sharing=case.sharing)
     workload = deployment("w", copy.deepcopy(case.spec), tenant=TENANT)
     workload["metadata"]["namespace"] = case.namespace
     workload["spec"]["template"]["metadata"]["labels"].update(case.pod_labels)
@@ -518,7 +540,7 @@ def test_the_packs_detailed_check_gives_the_same_verdict(case: Case) -> None:
 def live_answer(case: Case) -> TenantAnswer:
     """What a live prod tenant answers: HAMi's webhook (overwriteEnv, the nvidia RuntimeClass),
     then the rendered policy."""
-    policy, binding, params = rendered(case.settings)
+    policy, binding, params = rendered(case.settings, sharing=case.sharing)
     return tenant_answer(
         policy,
         binding,

@@ -78,12 +78,18 @@ def _selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, s
     return True
 
 
-def _rule_matches(policy: Mapping[str, Any], operation: str) -> bool:
+def _rule_matches(policy: Mapping[str, Any], operation: str, obj: Mapping[str, Any]) -> bool:
+    group, _, version = str(obj.get("apiVersion", "v1")).rpartition("/")
+    plural = {
+        "Pod": "pods",
+        "ResourceClaim": "resourceclaims",
+        "ResourceClaimTemplate": "resourceclaimtemplates",
+    }.get(str(obj.get("kind", "Pod")))
     for rule in policy["spec"]["matchConstraints"]["resourceRules"]:
         if (
-            "" in rule["apiGroups"]
-            and "v1" in rule["apiVersions"]
-            and "pods" in rule["resources"]
+            group in rule["apiGroups"]
+            and version in rule["apiVersions"]
+            and plural in rule["resources"]
             and (operation in rule["operations"] or "*" in rule["operations"])
         ):
             return True
@@ -115,7 +121,7 @@ def evaluate_policy(
     if binding["spec"]["policyName"] != policy["metadata"]["name"]:
         return Verdict(True, False)
     labels = {NAME_LABEL: namespace["metadata"]["name"], **namespace["metadata"].get("labels", {})}
-    if not _rule_matches(policy, operation):
+    if not _rule_matches(policy, operation, pod):
         return Verdict(True, False)
     if not _selector_matches(
         binding["spec"].get("matchResources", {}).get("namespaceSelector"), labels
@@ -371,13 +377,15 @@ class TenantAnswer:
     pod: dict[str, Any] | None
 
 
-def forbidden_message(pod_name: str, policy: str, binding: str, message: str) -> str:
+def forbidden_message(
+    pod_name: str, policy: str, binding: str, message: str, resource: str = "pods"
+) -> str:
     """The API error a denying policy returns: only the first denied validation's message
     (k8s.io/apiserver v0.35.7 pkg/admission/plugin/policy/validating/dispatcher.go:289-306,
-    wrapped by admission.NewForbidden as ``pods "<name>" is forbidden: ...``)."""
+    wrapped by admission.NewForbidden as ``<resource> "<name>" is forbidden: ...``)."""
     return (
-        f"pods \"{pod_name}\" is forbidden: ValidatingAdmissionPolicy '{policy}' with binding "
-        f"'{binding}' denied request: {message}"
+        f"{resource} \"{pod_name}\" is forbidden: ValidatingAdmissionPolicy '{policy}' with "
+        f"binding '{binding}' denied request: {message}"
     )
 
 

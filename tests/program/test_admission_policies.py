@@ -145,6 +145,7 @@ def test_mode_and_ceilings_come_from_the_tenant_config(evaluated: Evaluated) -> 
         "maxGpuMemoryMiB": "40960",
         "wholeCards": "false",
         "privilegedNamespace.node-agents": "true",
+        "gpuSharing": "hami",
     }
     others = [t["name"] for t in platform["tenants"][1:]]
     for other in others:

@@ -453,6 +453,10 @@ PREVIEWED: dict[str, tuple[str, str, str]] = {
 }
 # Changeable keys whose update is not previewed here, and why.
 NOT_PREVIEWED = {
+    "tenants[].deviceQuotas": "no stack file declares a gpuSharing: dra tenant; "
+    "tests/program/test_dra_tenant.py registers a dra tenant's quota under mocks",
+    "tenants[].deviceQuotas[].devices": "no stack file declares a gpuSharing: dra tenant; "
+    "tests/program/test_dra_tenant.py registers a dra tenant's quota under mocks",
     "dataStores[].endpoints": "no stack file declares a shared DataStore; a dedicated external "
     "one's endpoints (the same DataStore object) are previewed",
     "tenants[].workloads[].gpu.memoryPercentage": "excludes memoryMiB on the same workload, "
@@ -477,6 +481,8 @@ ALSO_CHANGED = {
         # controlPlane.replicas 1 -> 2: a replicated control plane gets its disruption budget
         # (components/availability.py).
         "tenant-a-control-plane-budget",
+        # admission.mode is the claim policy's binding's mode too (components/gpu_tenant.py).
+        "tenant-a-claim-admission-binding",
         "tenant-b-metrics-agent-config",
         "tenant-a-metrics-agent",
         "tenant-b-metrics-agent",

@@ -74,9 +74,14 @@ def rich_base(stack: str) -> dict[str, Any]:
                 "replicas": 1,
                 "image": "busybox:1.37.0",
                 "command": ["sleep", "infinity"],
-                "gpu": {"cards": 1, "memoryPercentage": 50, "cores": 20},
+                "gpu": {"cards": 1, "memoryPercentage": 100, "cores": 100},
             }
         ]
+        # The walk reaches the first tenant's keys: tenant-a shares its card with DRA here, so
+        # deviceQuotas are reached (prod's first tenant reaches gpuQuotas).
+        tenant.pop("gpuQuotas", None)
+        tenant["gpuSharing"] = "dra"
+        tenant["deviceQuotas"] = [{"namespace": "default", "devices": 1}]
     else:
         existing = raw["management"]["existing"]
         existing["clusterApi"]["githubTokenConfigKey"] = "capiGithubToken"

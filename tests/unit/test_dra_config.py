@@ -37,6 +37,7 @@ def dra_lab() -> dict[str, Any]:
     tenant["workloads"] = [
         {"name": "whole-card", "gpu": {"cards": 1, "memoryMiB": 20000, "cores": 100}}
     ]
+    tenant["deviceQuotas"] = [{"namespace": "default", "devices": 1}]
     return raw
 
 
