@@ -359,19 +359,23 @@ class DraPlan:
     tenant: str
     cards_per_node: int
     nodes: int
+    largest_card_mib: int
 
     @property
-    def too_many(self) -> int:
-        """TC-23's request: one card more than any node publishes, so no node can allocate it
-        whatever else holds cards."""
-        return self.cards_per_node + 1
+    def refused_memory_mib(self) -> int:
+        """TC-23's request: one card with 1 MiB more memory than the tenant's largest card, so
+        no node can allocate it whatever else holds cards. Not "more cards than a node has":
+        the tenant's claim policy refuses that count at admission (``dra-card-count``), and the
+        scheduler would never see it."""
+        return self.largest_card_mib + 1
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "tenant": self.tenant,
             "cardsPerNode": self.cards_per_node,
             "nodes": self.nodes,
-            "refusedRequest": self.too_many,
+            "largestCardMiB": self.largest_card_mib,
+            "refusedMemoryMiB": self.refused_memory_mib,
         }
 
 
@@ -384,7 +388,10 @@ def plan_dra(platform: Any) -> DraPlan | None:
             sum(count for _, count in pool.resolved_cards()) for pool in tenant.worker_pools
         ]
         nodes = sum(pool.replicas for pool in tenant.worker_pools)
-        return DraPlan(tenant.name, max(per_node), nodes)
+        largest = max(
+            card.memory_mib for pool in tenant.worker_pools for card, _ in pool.resolved_cards()
+        )
+        return DraPlan(tenant.name, max(per_node), nodes, largest)
     return None
 
 

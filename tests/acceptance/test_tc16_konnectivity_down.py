@@ -48,6 +48,7 @@ from tests.acceptance.kube import (
 from tests.acceptance.live import LiveStack
 from tests.acceptance.lookups import KONNECTIVITY_SELECTOR, SYSTEM_NAMESPACE
 from tests.acceptance.report import Evidence
+from tests.acceptance.stack import hami_tenants
 from tests.acceptance.workloads import (
     CUT_POLICY,
     UNSCHEDULABLE_SELECTOR,
@@ -120,9 +121,13 @@ def test_webhook_unreachable_without_konnectivity(live: LiveStack, evidence: Evi
             f"{live.platform.mode} "
             f"stack it runs only with {DISRUPTIVE_ENV}=1"
         )
-    tenants = [t for t in live.platform.tenants if t.worker_pools]
+    # HAMi's webhook judges GPU pods on a hami tenant; on a dra tenant the tenant's policy
+    # refuses HAMi's resources (dra-tenant-no-hami-resources), so TC-16's pod has no business there.
+    tenants = [t for t in hami_tenants(live.platform) if t.worker_pools]
     if not tenants:
-        pytest.skip("no tenant declares worker pools: HAMi's webhook runs on workers")
+        pytest.skip(
+            "no gpuSharing: hami tenant declares worker pools: HAMi's webhook runs on workers"
+        )
     tenant = tenants[0].name
     cluster = live.tenant(tenant)
     networking = k8s.NetworkingV1Api(cluster.api)

@@ -33,6 +33,7 @@ import kubernetes.client as k8s
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from components import dra
 from components.admission_policies import rule_definitions
 from components.config import PlatformConfig, Tenant
 from components.tenant_values import webhook_excluded_namespaces
@@ -151,6 +152,22 @@ def good_gpu_pod(run_id: str) -> dict[str, Any]:
     )
 
 
+def good_dra_pod(run_id: str) -> dict[str, Any]:
+    """A dra tenant's good GPU pod: one card through a ResourceClaimTemplate (the platform's
+    pod fields, components.dra.pod_claim_fields); admission needs no template to exist."""
+    body = pod_body(f"tc17-good-{random_suffix(5)}", run_id, node_selector=UNSCHEDULABLE_SELECTOR)
+    claims, resources = dra.pod_claim_fields("tc17-good-gpu")
+    body["spec"]["resourceClaims"] = claims
+    body["spec"]["containers"][0]["resources"] = resources
+    return body
+
+
+def good_pod(tenant: Tenant, run_id: str) -> dict[str, Any]:
+    """The GPU pod TC-17 expects the tenant to admit, in the tenant's own way of taking cards
+    (a HAMi pod on a dra tenant is refused by dra-tenant-no-hami-resources)."""
+    return good_dra_pod(run_id) if tenant.gpu_sharing == "dra" else good_gpu_pod(run_id)
+
+
 def ceiling_case(ceiling: int) -> Case:
     over = ceiling + 1
     limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(over), "nvidia.com/gpucores": "10"}
@@ -214,6 +231,11 @@ def rules_to_show(tenant: Tenant) -> set[str]:
     rules.discard(
         "dra-tenant-no-hami-resources" if tenant.gpu_sharing == "hami" else "hami-tenant-no-claims"
     )
+    if tenant.gpu_sharing == "dra":
+        # HAMi's webhook rewrites a bare card into an exclusive one before any policy runs
+        # (hence HAMi's answer shows the rule on a hami tenant); on a dra tenant the rewritten
+        # pod is then refused by dra-tenant-no-hami-resources, never by this rule.
+        rules.discard("hami-no-bare-card")
     if tenant.admission.max_gpu_memory_mib is None:
         rules.discard("tenant-max-gpumem")
     if tenant.admission.whole_cards:
@@ -285,7 +307,7 @@ def test_tenant_api_servers_refuse_bad_gpu_pods(live: LiveStack, evidence: Evide
                 if problem is not None:
                     problems.append(f"{tenant.name}: {item.case.name} ({item.rule}): {problem}")
             try:
-                create_pod(user, namespace, good_gpu_pod(live.run_id))
+                create_pod(user, namespace, good_pod(tenant, live.run_id))
                 row["good"] = "admitted"
             except ApiException as exc:
                 row["good"] = api_message(exc)

@@ -9,7 +9,7 @@ whole cards of the driver's DeviceClass), in a fresh namespace removed afterward
   by the pod, reserved for it, and holds one device that a ResourceSlice of the pod's node
   publishes. Needs a device no claim holds when it starts (a declared DRA workload may hold
   the lab's only card: scale it to 0 first); otherwise a failure naming what holds them.
-* TC-23 refusal: a pod asking one card more than any node publishes stays Pending, and
+* TC-23 refusal: a pod asking one card larger than any the tenant has stays Pending, and
   kube-scheduler's PodScheduled condition and FailedScheduling event give the DRA plugin's own
   reason, ``cannot allocate all claims``, for every node and no other reason.
 * TC-24 visibility: inside TC-22's container, the variables dra-example-driver v0.4.0's CDI
@@ -77,9 +77,12 @@ ALLOCATED = "dra-whole"
 REFUSED = "dra-too-many"
 
 
-def claim_template(name: str, namespace: str, run_id: str, cards: int) -> dict[str, Any]:
-    """A whole-card ResourceClaimTemplate by the platform's builder, labelled as the suite's."""
-    request = dra.CardRequest(cards=cards, memory_mib=None, compute=dra.WHOLE_CARD_COMPUTE)
+def claim_template(
+    name: str, namespace: str, run_id: str, cards: int, memory_mib: int | None = None
+) -> dict[str, Any]:
+    """A whole-card ResourceClaimTemplate by the platform's builder, labelled as the suite's
+    (``memory_mib``: only cards with at least that much memory)."""
+    request = dra.CardRequest(cards=cards, memory_mib=memory_mib, compute=dra.WHOLE_CARD_COMPUTE)
     template = dra.claim_template(name, namespace, request, DRA_DEVICE_CLASS, DRA_DRIVER)
     template["metadata"]["labels"] = {RUN_LABEL: run_id, **MANAGED_BY}
     return template
@@ -95,6 +98,12 @@ def _with_claim(body: dict[str, Any], template: str) -> dict[str, Any]:
 def dra_whole_card_pod(run_id: str, name: str = ALLOCATED) -> dict[str, Any]:
     """TC-22/24/25: one whole card through the ``<name>-gpu`` template; prints its env."""
     return _with_claim(pod_body(name, run_id, command=ENV_COMMAND), f"{name}-gpu")
+
+
+def refused_template(namespace: str, run_id: str, memory_mib: int) -> dict[str, Any]:
+    """TC-23's template: one card with more memory than any the tenant has (a count over a
+    node's cards would be refused by the tenant's claim policy before any scheduler ran)."""
+    return claim_template(f"{REFUSED}-gpu", namespace, run_id, 1, memory_mib)
 
 
 def dra_refused_pod(run_id: str, name: str = REFUSED) -> dict[str, Any]:
@@ -263,7 +272,7 @@ def test_dra_refusal(
     create_template(
         cluster,
         dra_run.namespace,
-        claim_template(f"{REFUSED}-gpu", dra_run.namespace, live.run_id, dra_plan.too_many),
+        refused_template(dra_run.namespace, live.run_id, dra_plan.refused_memory_mib),
     )
     create_pod(cluster, dra_run.namespace, dra_refused_pod(live.run_id))
 
@@ -289,7 +298,8 @@ def test_dra_refusal(
     evidence.record("events", events)
     said = verdict.facts.get("messages", {}).get(FAILED_SCHEDULING, "no event")
     evidence.summary(
-        f"{dra_plan.too_many} card(s) asked, {dra_plan.cards_per_node} per node: "
+        f"a card of {dra_plan.refused_memory_mib} MiB asked, the largest has "
+        f"{dra_plan.largest_card_mib}: "
         f"{verdict.facts.get('phase')}, {said}"
     )
     assert verdict.ok, verdict.explain()

@@ -55,7 +55,12 @@ from tests.acceptance.gpu_plan import INTERFERENCE_SHARES, reclaim_sizes
 from tests.acceptance.gpu_workloads import PROBE_IMAGE
 from tests.acceptance.hami_evidence import RegisteredCard
 from tests.acceptance.live import Target
-from tests.acceptance.stack import accumulation_sizes, load_platform, plan_sharing
+from tests.acceptance.stack import (
+    accumulation_sizes,
+    load_platform,
+    plan_sharing,
+    shares_with_hami,
+)
 from tests.policies.vap_eval import WEBHOOK, TenantAnswer
 
 SUITE = Path(__file__).resolve().parents[1] / "acceptance"
@@ -101,13 +106,31 @@ def suite_pods(
     platform: PlatformConfig, tenant: Tenant, tc17_plans: list[Any]
 ) -> Iterator[SuitePod]:
     """Every pod the suite creates in ``tenant``, built by the suite's own functions."""
-    target = _target(tenant)
-    selector = target.where.node_selector
     name = tenant.name
     yield SuitePod("TC-07/08", "marker_pod", name, suite_conftest.marker_pod(RUN_ID))
     yield SuitePod(
         "TC-00", "dns_probe_pod", name, test_tc00_platform_health.dns_probe_pod("dns", RUN_ID)
     )
+    yield SuitePod("TC-21", "dry_run_pod", name, test_tc21_management_drill.dry_run_pod(RUN_ID))
+    good = test_tc17_admission_policies.good_pod(tenant, RUN_ID)
+    yield SuitePod("TC-17", _good_builder(tenant), name, good)
+    for planned in tc17_plans:
+        body = test_tc17_admission_policies.tc17_pod(planned.case, RUN_ID)
+        yield SuitePod("TC-17", "tc17_pod", name, body, expect=f"tc17:{planned.rule}")
+    dra = plan_dra(platform)
+    if dra is not None and dra.tenant == name:
+        yield SuitePod(
+            "TC-22/24/25", "dra_whole_card_pod", name, test_tc22_25_dra.dra_whole_card_pod(RUN_ID)
+        )
+        yield SuitePod("TC-23", "dra_refused_pod", name, test_tc22_25_dra.dra_refused_pod(RUN_ID))
+        holder = test_tc22_25_dra.dra_whole_card_pod(RUN_ID, test_tc18_chargeback.DRA_HOLDER)
+        yield SuitePod("TC-18", "dra_whole_card_pod", name, holder)
+    if not shares_with_hami(tenant):
+        # The suite sends HAMi's pods to hami tenants only (tests.acceptance.stack.hami_tenants:
+        # TC-03, TC-04 … TC-16, TC-18's share); a dra tenant refuses them by design.
+        return
+    target = _target(tenant)
+    selector = target.where.node_selector
     yield SuitePod("TC-03", "webhook_probe_pod", name, test_tc03_webhook.webhook_probe_pod(RUN_ID))
     yield SuitePod(
         "TC-16",
@@ -188,19 +211,10 @@ def suite_pods(
     yield SuitePod(
         "TC-18", "chargeback_share_pod", name, test_tc18_chargeback.chargeback_share_pod(RUN_ID)
     )
-    yield SuitePod("TC-21", "dry_run_pod", name, test_tc21_management_drill.dry_run_pod(RUN_ID))
-    dra = plan_dra(platform)
-    if dra is not None and dra.tenant == name:
-        yield SuitePod(
-            "TC-22/24/25", "dra_whole_card_pod", name, test_tc22_25_dra.dra_whole_card_pod(RUN_ID)
-        )
-        yield SuitePod("TC-23", "dra_refused_pod", name, test_tc22_25_dra.dra_refused_pod(RUN_ID))
-        holder = test_tc22_25_dra.dra_whole_card_pod(RUN_ID, test_tc18_chargeback.DRA_HOLDER)
-        yield SuitePod("TC-18", "dra_whole_card_pod", name, holder)
-    yield SuitePod("TC-17", "good_gpu_pod", name, test_tc17_admission_policies.good_gpu_pod(RUN_ID))
-    for planned in tc17_plans:
-        body = test_tc17_admission_policies.tc17_pod(planned.case, RUN_ID)
-        yield SuitePod("TC-17", "tc17_pod", name, body, expect=f"tc17:{planned.rule}")
+
+
+def _good_builder(tenant: Tenant) -> str:
+    return "good_dra_pod" if tenant.gpu_sharing == "dra" else "good_gpu_pod"
 
 
 # The lab with tenant-a on DRA (tests/unit/test_dra_config.py): the stack files' tenants are all
@@ -336,7 +350,8 @@ SENT = {
     "marker_pod", "dns_probe_pod", "webhook_probe_pod", "unschedulable_gpu_pod", "share_pod",
     "oversized_pod", "accumulation_pod", "cards_over_quota_pod", "memory_over_quota_pod",
     "memory_cap_pod", "unrestricted_compute_pod", "limited_compute_pod", "holding_pod",
-    "newcomer_pod", "interference_pod", "hog_pod", "waiter_pod", "good_gpu_pod", "tc17_pod",
+    "newcomer_pod", "interference_pod", "hog_pod", "waiter_pod", "good_gpu_pod", "good_dra_pod",
+    "tc17_pod",
     "chargeback_share_pod", "dry_run_pod", "dra_whole_card_pod", "dra_refused_pod",
     # the builders themselves, one calling another
     "probe_pod", "compute_pod", "probe_body", "compute_body",
@@ -491,3 +506,53 @@ def test_tc17_retries_only_the_authorizers_refusal_of_the_user() -> None:
     assert not test_tc17_admission_policies.not_yet_authorized(
         422, "ValidatingAdmissionPolicy ... denied request: hami-gpucores: ..."
     )
+
+
+@pytest.mark.parametrize(
+    ("stack", "platform", "tenant"), CASES, ids=[f"{s}-{t.name}" for s, _, t in CASES]
+)
+def test_tc17_has_a_case_for_every_rule_it_must_show(
+    stack: str, platform: PlatformConfig, tenant: Tenant
+) -> None:
+    """TC-17 fails live on a tenant where a rule it must show has no case (``rules_to_show``):
+    on a dra tenant HAMi's webhook rewrites the bare card before the policy, which then refuses
+    it by dra-tenant-no-hami-resources, so hami-no-bare-card has no case there."""
+    planned = {p.rule for p in tc17_plans(stack, tenant.name)}
+    assert test_tc17_admission_policies.rules_to_show(tenant) - planned == set()
+
+
+def test_the_dra_cases_templates_pass_the_tenants_claim_policy() -> None:
+    """TC-22's and TC-23's ResourceClaimTemplates, created by the suite before their pods, go
+    through the tenant's claim policy (``claimPolicy``): TC-23 must reach the scheduler, so its
+    refusal cannot be a count the policy refuses (``dra-card-count``) but a card no node has."""
+    from components.admission_policies import (
+        admission_binding,
+        admission_params,
+        admission_policy,
+        claim_rule_definitions,
+        device_sharing,
+    )
+    from components.tenant_specs import tenant_labels
+    from tests.acceptance.admission_model import DRA_CLASSES
+    from tests.policies.vap_eval import evaluate_policy
+
+    platform = _platform(LAB_DRA)
+    plan = plan_dra(platform)
+    assert plan is not None
+    tenant = next(t for t in platform.tenants if t.name == plan.tenant)
+    rules, labels = claim_rule_definitions(), tenant_labels(tenant.name)
+    policy = admission_policy(rules, labels)
+    binding = admission_binding(rules, "Deny", [], labels)
+    params = admission_params(rules, tenant.admission, labels, device_sharing(tenant, DRA_CLASSES))
+    namespace = {"metadata": {"name": NAMESPACE}}
+    templates = {
+        "TC-22": test_tc22_25_dra.claim_template("dra-whole-gpu", NAMESPACE, RUN_ID, 1),
+        "TC-23": test_tc22_25_dra.refused_template(NAMESPACE, RUN_ID, plan.refused_memory_mib),
+    }
+    for tc, template in templates.items():
+        verdict = evaluate_policy(policy, binding, template, namespace, [params])
+        assert verdict.judged and verdict.admitted, (tc, verdict.messages)
+    # It can fail: TC-23's request as it was (one card more than a node has) is refused.
+    too_many = test_tc22_25_dra.claim_template("x", NAMESPACE, RUN_ID, plan.cards_per_node + 1)
+    refused = evaluate_policy(policy, binding, too_many, namespace, [params])
+    assert any(m.startswith("dra-card-count") for m in refused.messages), refused.messages

@@ -203,8 +203,8 @@ def test_free_devices_leave_out_what_claims_hold(sample: dict[str, Any]) -> None
 def test_the_plan_comes_from_the_config() -> None:
     assert de.plan_dra(load_platform("lab")) is None  # every lab tenant is hami: TC-22 … skip
     plan = de.plan_dra(parse_platform(dra_lab()))
-    assert plan == de.DraPlan("tenant-a", 1, 1)
-    assert plan.too_many == 2
+    assert plan == de.DraPlan("tenant-a", 1, 1, 81920)
+    assert plan.refused_memory_mib == 81921
 
 
 def test_the_suites_dra_objects_are_the_platforms_and_valid_at_v1_35() -> None:
