@@ -551,7 +551,8 @@ def test_the_dra_cases_templates_pass_the_tenants_claim_policy() -> None:
     }
     for tc, template in templates.items():
         verdict = evaluate_policy(policy, binding, template, namespace, [params])
-        assert verdict.judged and verdict.admitted, (tc, verdict.messages)
+        assert verdict.judged, tc
+        assert verdict.admitted, (tc, verdict.messages)
     # It can fail: TC-23's request as it was (one card more than a node has) is refused.
     too_many = test_tc22_25_dra.claim_template("x", NAMESPACE, RUN_ID, plan.cards_per_node + 1)
     refused = evaluate_policy(policy, binding, too_many, namespace, [params])
