@@ -528,6 +528,7 @@ class GpuTenant(pulumi.ComponentResource):
                 modes=modes,
                 excluded_namespaces=excluded,
                 split_count=device_split_count(p.slots_per_card for p in tenant.worker_pools),
+                hami_cards=tenant.gpu_sharing == "hami",
             ),
             inside.opts(depends_on=hami_after),
         )
