@@ -533,6 +533,7 @@ class GpuTenant(pulumi.ComponentResource):
                 modes=modes,
                 excluded_namespaces=excluded,
                 split_count=device_split_count(p.slots_per_card for p in tenant.worker_pools),
+                hami_cards=tenant.gpu_sharing == "hami",
             ),
             inside.opts(depends_on=hami_after),
         )
@@ -591,7 +592,10 @@ class GpuTenant(pulumi.ComponentResource):
             spec=manifest["spec"],
             opts=self._in_tenant(depends_on=[policy, limits]),
         )
-        # ResourceClaims and their templates, every namespace (components.admission_policies).
+        # ResourceClaims and their templates, every namespace but the environment's own system
+        # ones: prod's GPU Operator validates its DRA driver with an adminAccess claim in
+        # gpu-operator (v26.7.0 manifests/state-dra-validation/0400_resourceclaimtemplate.yaml),
+        # which dra-admin-access would refuse and the GPUCluster would never be ready.
         claim_rules = claim_rule_definitions()
         manifest = admission_policy(claim_rules, self._labels)
         claim_policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
@@ -600,7 +604,12 @@ class GpuTenant(pulumi.ComponentResource):
             spec=manifest["spec"],
             opts=self._in_tenant(),
         )
-        manifest = admission_binding(claim_rules, self._tenant.admission.mode, [], self._labels)
+        manifest = admission_binding(
+            claim_rules,
+            self._tenant.admission.mode,
+            list(self._substrate.tenant_system_namespaces),
+            self._labels,
+        )
         claim_binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
             resource_names.tenant_child(self._name, "claim-admission-binding"),
             metadata=manifest["metadata"],

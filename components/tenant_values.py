@@ -119,12 +119,16 @@ def hami_values(
     modes: set[str],
     excluded_namespaces: Sequence[str],
     split_count: int | None = None,
+    hami_cards: bool = True,
 ) -> dict[str, Any]:
-    """Values for the HAMi chart inside one tenant."""
+    """Values for the HAMi chart inside one tenant. ``hami_cards`` False (a ``gpuSharing: dra``
+    tenant): a DRA driver publishes the cards, so HAMi's device plugin stays off (else
+    hami-scheduler would hand out the same cards) and so does ``overwriteEnv``, which would set
+    NVIDIA_VISIBLE_DEVICES=none on every pod that asks HAMi for nothing, the DRA pods too."""
     unknown = modes - {"mock", "nvidia"}
     if unknown or not modes:
         raise ValueError(f"device modes must be mock and/or nvidia, got {sorted(modes)}")
-    real = "nvidia" in modes
+    real = "nvidia" in modes and hami_cards
     device_plugin: dict[str, Any] = {"enabled": real}
     if real:
         device_plugin["runtimeClassName"] = NVIDIA_RUNTIME_CLASS

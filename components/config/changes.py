@@ -156,7 +156,9 @@ CHANGES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "tenants[].gpuSharing": (
             WITH_CARE,
             "swaps HAMi's device plugin and the DRA driver and re-creates every declared workload "
-            "on the other path; running GPU pods of the old path lose their cards",
+            "on the other path; running GPU pods of the old path lose their cards; prod, dra "
+            "back to hami: the chart keeps the GPUCluster, which stops the ClusterPolicy, so "
+            "delete it in the tenant (kubectl delete gpucluster gpu-cluster; docs/dra.md)",
         ),
         "tenants[].kubernetesVersion": (
             WITH_CARE,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from components.config import PlatformConfig
+from components.kubernetes_versions import fractions_problem
+from components.prod.tenant_values import gpu_cluster_problem
 
 
 def problems(platform: PlatformConfig) -> list[str]:
@@ -29,15 +31,31 @@ def problems(platform: PlatformConfig) -> list[str]:
 
 
 def _dra(platform: PlatformConfig) -> list[str]:
-    """Prod pins no DRA driver yet: HAMi-DRA's only release, chart 0.0.1 (Project-HAMi/HAMi-DRA
-    hami-dra-0.0.1, charts/hami-dra/values.yaml:47-50, 102-105), ships its webhook only as
-    ``:latest`` and its driver as ``v0.0.1-dev``, which no pin can hold."""
-    return [
-        f"tenants[{index}].gpuSharing: dra: prod pins no DRA driver yet (HAMi-DRA 0.0.1 ships "
-        "its images only as :latest and v0.0.1-dev); keep gpuSharing: hami"
-        for index, tenant in enumerate(platform.tenants)
-        if tenant.gpu_sharing == "dra"
-    ]
+    """What NVIDIA's DRA driver, run by each dra tenant's GPU Operator through its GPUCluster
+    (``components.prod.tenant_values.gpu_cluster_values``), cannot serve: a driver the GPUCluster
+    does not install (``gpu_cluster_problem``), and a fraction of a card. The driver publishes a
+    card's ``memory`` capacity but no ``compute`` (kubernetes-sigs/dra-driver-nvidia-gpu main
+    95932046 cmd/gpu-kubelet-plugin/deviceinfo.go:249-255, partitions.go:34-43), and shares
+    memory only behind its own alpha ConsumableShares gate (consumable_shares.go:29-38,
+    pkg/featuregates/featuregates.go:201-204), so the claims ``components.dra`` writes for a
+    fraction could not be met even where Kubernetes' DRAConsumableCapacity is on; where it is
+    off, ``components.config`` refuses the fraction already (one line per key, not two)."""
+    dra_tenants = [(i, t) for i, t in enumerate(platform.tenants) if t.gpu_sharing == "dra"]
+    found: list[str] = []
+    driver_problem = gpu_cluster_problem(platform.gpu_driver)
+    if driver_problem is not None:
+        found += [f"tenants[{i}].gpuSharing: dra: {driver_problem}" for i, _ in dra_tenants]
+    for t_index, tenant in dra_tenants:
+        if fractions_problem(platform.version_of(tenant)) is not None:
+            continue
+        found += [
+            f"tenants[{t_index}].workloads[{w_index}].gpu.cores: {workload.gpu.cores} is a "
+            "fraction of a card: NVIDIA's DRA driver publishes no compute capacity to share; "
+            "ask for cores: 100 (whole cards) or keep gpuSharing: hami"
+            for w_index, workload in enumerate(tenant.workloads)
+            if workload.gpu.cores < 100
+        ]
+    return found
 
 
 def _backup_targets(platform: PlatformConfig) -> list[str]:

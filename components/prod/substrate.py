@@ -23,6 +23,7 @@ from components.prod import management as prod_management
 from components.prod import names as prod_names
 from components.prod import tenant as prod_tenant
 from components.prod.machines import cluster_api_machines
+from components.prod.tenant_values import NVIDIA_DRA_DRIVER, NVIDIA_GPU_DEVICE_CLASS
 from components.substrate import (
     ClusterAccess,
     ControlPlaneParts,
@@ -154,12 +155,18 @@ class ProdSubstrate:
     def dra_driver(
         self, inside: InsideTenant, tenant: Tenant, after: Sequence[pulumi.Resource]
     ) -> DraDriver:
-        # Unreachable: the configuration refuses gpuSharing: dra in prod (config_checks._dra).
-        raise ValueError(f"{tenant.name}: prod pins no DRA driver")
+        # NVIDIA's DRA driver, which the tenant's GPU Operator runs through its GPUCluster
+        # (before_hami, so ``after`` already waits for that release); the operator creates the
+        # DeviceClass itself once the GPUCluster reconciles.
+        return DraDriver(
+            device_class=NVIDIA_GPU_DEVICE_CLASS, driver=NVIDIA_DRA_DRIVER, ready=list(after)
+        )
 
     @property
     def dra_device_classes(self) -> tuple[str, ...]:
-        return ()
+        # The class the GPU Operator's GPUCluster creates for whole GPUs (gpu-operator v26.7.0
+        # manifests/state-dra-driver/0400_deviceclass-gpu.yaml:4-8), which dra_driver answers.
+        return (NVIDIA_GPU_DEVICE_CLASS,)
 
     def worker_pool(self, site: PoolSite) -> PoolParts:
         return cluster_api_machines(site)

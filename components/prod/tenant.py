@@ -244,7 +244,9 @@ def _dedicated_datastore(
 
 def gpu_operator(inside: InsideTenant, calico: pulumi.Resource) -> k8s.helm.v3.Release:
     """The NVIDIA GPU Operator (driver, container toolkit) and, when the driver is built from
-    packages, the repository files it installs from; HAMi waits for it."""
+    packages, the repository files it installs from; HAMi waits for it. A ``gpuSharing: dra``
+    tenant's operator runs its GPUCluster instead: NVIDIA's DRA driver on the host's driver
+    (``components.prod.tenant_values.gpu_cluster_values``)."""
     site = inside.site
     operator_after: list[pulumi.Resource] = [inside.namespaces[GPU_OPERATOR_NAMESPACE], calico]
     repositories = driver_repositories_configmap(site.platform.gpu_driver)
@@ -263,6 +265,6 @@ def gpu_operator(inside: InsideTenant, calico: pulumi.Resource) -> k8s.helm.v3.R
         "gpu-operator",
         PINNED.gpu_operator,
         GPU_OPERATOR_NAMESPACE,
-        gpu_operator_values(site.platform.gpu_driver),
+        gpu_operator_values(site.platform.gpu_driver, dra=site.tenant.gpu_sharing == "dra"),
         inside.opts(depends_on=operator_after),
     )

@@ -108,18 +108,71 @@ TOOLKIT_NOT_DEFAULT_RUNTIME = MappingProxyType(
 )
 
 
-def gpu_operator_values(driver: GpuDriver | None = None) -> dict[str, Any]:
+def gpu_operator_values(driver: GpuDriver | None = None, *, dra: bool = False) -> dict[str, Any]:
     """Values for the NVIDIA GPU Operator (prod): driver (``gpu_driver_values``) and container
     toolkit from the operator, the ``nvidia`` runtime only for pods that name it
     (``TOOLKIT_NOT_DEFAULT_RUNTIME``), its device plugin off (HAMi's takes its place), runtime
     class named as HAMi expects, CDI off so that the ``nvidia`` runtime resolves HAMi's envvar
-    device list (``gpu_operator_cdi``)."""
+    device list (``gpu_operator_cdi``). A ``gpuSharing: dra`` tenant gets
+    ``gpu_cluster_values`` instead."""
+    if dra:
+        return gpu_cluster_values(driver if driver is not None else GpuDriver())
     return {
         "operator": {"runtimeClass": NVIDIA_RUNTIME_CLASS},
         "cdi": gpu_operator_cdi(),
         "driver": gpu_driver_values(driver if driver is not None else GpuDriver()),
         "toolkit": {"enabled": True, "env": [dict(TOOLKIT_NOT_DEFAULT_RUNTIME)]},
         "devicePlugin": {"enabled": False},
+    }
+
+
+# The NVIDIA DRA driver for GPUs that the GPU Operator's GPUCluster deploys publishes whole cards
+# (and MIG devices) under this driver name and DeviceClass (gpu-operator v26.7.0
+# manifests/state-dra-driver/0400_deviceclass-gpu.yaml:4-8, the class selects
+# ``device.driver == 'gpu.nvidia.com' && ...type == 'gpu'``; kubernetes-sigs/dra-driver-nvidia-gpu
+# main 95932046 cmd/gpu-kubelet-plugin/main.go:45). The operator creates the class, not the program.
+NVIDIA_DRA_DRIVER = "gpu.nvidia.com"
+NVIDIA_GPU_DEVICE_CLASS = "gpu.nvidia.com"
+
+
+def gpu_cluster_problem(driver: GpuDriver) -> str | None:
+    """Why the GPUCluster (DRA) stack cannot work with ``driver``, or None.
+
+    A GPUCluster deploys only the DRA driver, DCGM, its exporter and a validator (gpu-operator
+    v26.7.0 internal/state/manager.go:134-145): no driver and no container toolkit. The kubelet
+    plugin's init container waits for a driver already on the host (manifests/state-dra-driver/
+    0500_daemonset.yaml:85-131, nvidia-validator with ``HOST_ROOT=/``). An operator-built driver
+    would need the NVIDIADriver CRD (templates/validations.yaml:5-6), which the program does not
+    drive; so only a driver the machine image ships serves a DRA tenant."""
+    if driver.source == "preinstalled":
+        return None
+    return (
+        f"the GPU Operator's DRA stack (GPUCluster) installs no driver, and the {driver.source} "
+        "driver would need its NVIDIADriver CRD, which this platform does not drive; set "
+        "gpuDriver.source: preinstalled (a machine image with the driver and containerd's CDI "
+        "on) or keep gpuSharing: hami"
+    )
+
+
+def gpu_cluster_values(driver: GpuDriver) -> dict[str, Any]:
+    """Values for the GPU Operator of a ``gpuSharing: dra`` tenant: the GPUCluster CR (DRA)
+    instead of the ClusterPolicy; both CRs at once are refused by the chart
+    (gpu-operator v26.7.0 deployments/gpu-operator/templates/validations.yaml:1-3) and by the
+    operator (controllers/gpucluster_controller.go:158-170). The GPUCluster deploys NVIDIA's DRA
+    driver (``draDriver``: nvcr.io/nvidia/dra-driver-nvidia-gpu v0.5.0, values.yaml:578-590),
+    DCGM and its exporter; the driver is the host's (``gpu_cluster_problem``), so the chart's
+    ``driver`` is off (else validations.yaml:5-6 demands the NVIDIADriver CRD). ComputeDomains
+    (Multi-Node NVLink, a controller Deployment and a second kubelet-plugin container,
+    values.yaml:600-612) are off: the platform asks for no ComputeDomain. The ClusterPolicy's
+    toolkit, CDI and device-plugin values are not given: nothing reads them without it."""
+    problem = gpu_cluster_problem(driver)
+    if problem is not None:
+        raise ValueError(problem)
+    return {
+        "clusterPolicy": {"deployCR": False},
+        "gpuCluster": {"deployCR": True},
+        "driver": {"enabled": False},
+        "draDriver": {"computeDomains": {"enabled": False}},
     }
 
 

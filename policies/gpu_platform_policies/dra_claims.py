@@ -2,7 +2,8 @@
 can grant, and the Deployments that use them fit the cards the tenant declares.
 
 * **Shapes.** Every request is an ``exactly`` request in ``ExactCount`` mode naming a
-  DeviceClass the tenant registers, with no ``capacity`` and no ``distinctAttribute``: both need
+  DeviceClass the tenant registers (or its GPU Operator's GPUCluster creates), with no
+  ``capacity`` and no ``distinctAttribute``: both need
   ``DRAConsumableCapacity``, alpha and off at kubernetes v1.35.0
   (pkg/features/kube_features.go:1232-1234), and with the gate off the API server drops them
   without a word (pkg/api/resourceclaimspec/util.go:131-150), so the claim would silently ask
@@ -33,6 +34,7 @@ from gpu_platform_policies.dra_fit import (
     allocate,
     fresh_usage,
 )
+from gpu_platform_policies.kube import HELM_RELEASE_TYPES, release_values
 from gpu_platform_policies.model import Resource, Stack
 from gpu_platform_policies.props import UNKNOWN, get
 
@@ -43,6 +45,11 @@ _MEMORY_SELECTOR = re.compile(
     r"^device\.capacity\['[^']+'\]\.memory\.compareTo\(quantity\('(\d+)Mi'\)\) >= 0$"
 )
 _GATE = "DRAConsumableCapacity"
+# The DeviceClasses the GPU Operator's GPUCluster creates for NVIDIA's DRA driver (gpu-operator
+# v26.7.0 manifests/state-dra-driver/0400_deviceclass-gpu.yaml:4, 0410_deviceclass-mig.yaml:4).
+GPU_CLUSTER_CLASSES: Final = frozenset({"gpu.nvidia.com", "mig.nvidia.com"})
+# The chart as the program names it (``.charts/gpu-operator-v26.7.0.tgz``) or by its name.
+_GPU_OPERATOR_CHART = re.compile(r"gpu-operator(-v?\d[\w.+-]*\.tgz)?")
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,19 @@ def _describe_claims(claims: Sequence[ClaimRequest]) -> str:
     )
 
 
+def _runs_gpu_cluster(resource: Resource) -> bool:
+    """A GPU Operator release whose values deploy the GPUCluster CR (``gpuCluster.deployCR``):
+    its operator, not the program, creates the DRA driver's DeviceClasses."""
+    if resource.type not in HELM_RELEASE_TYPES:
+        return False
+    chart = get(resource.props, "chart")
+    if not isinstance(chart, str) or not _GPU_OPERATOR_CHART.fullmatch(
+        chart.rstrip("/").rsplit("/", 1)[-1]
+    ):
+        return False
+    return get(release_values(resource), "gpuCluster", "deployCR") is True
+
+
 def check_dra(stack: Stack) -> list[Violation] | None:
     """All dra-claims violations; None when the stack registers no ResourceClaimTemplate."""
     templates = [r for r in stack if r.type == TEMPLATE_TYPE]
@@ -166,6 +186,8 @@ def check_dra(stack: Stack) -> list[Violation] | None:
     for resource in stack:
         if resource.type == DEVICE_CLASS_TYPE and isinstance(resource.k8s_name, str):
             classes.setdefault(stack.tenant_of(resource), set()).add(resource.k8s_name)
+        elif _runs_gpu_cluster(resource):
+            classes.setdefault(stack.tenant_of(resource), set()).update(GPU_CLUSTER_CLASSES)
     violations: list[Violation] = []
     by_key: dict[tuple[Any, Any, Any], _Template] = {}
     for resource in templates:

@@ -27,7 +27,15 @@ from components.tenant_values import NVIDIA_RUNTIME_CLASS, webhook_excluded_name
 from tests.acceptance.stack import uses_mock
 from tests.policies.vap_eval import WEBHOOK, TenantAnswer, tenant_answer
 
-DRA_CLASSES = (DEVICE_CLASS,)
+DRA_CLASSES = (DEVICE_CLASS,)  # the lab's (components.lab.dra_driver)
+
+
+def dra_classes(platform: PlatformConfig) -> tuple[str, ...]:
+    """The DeviceClasses a dra tenant's claims may name where ``platform`` runs (the seam's
+    ``dra_device_classes``: the lab's fake driver's, prod's GPUCluster's)."""
+    from components.stack import substrate_for
+
+    return tuple(substrate_for(platform).dra_device_classes)
 
 
 @dataclass(frozen=True)
@@ -73,8 +81,12 @@ def expected_answer(
     return tenant_answer(
         admission_policy(rules, labels),
         admission_binding(rules, tenant.admission.mode, excluded, labels),
-        # The tenant's gpuSharing too; a dra tenant exists only in the lab (prod pins no driver).
-        [admission_params(rules, tenant.admission, labels, device_sharing(tenant, DRA_CLASSES))],
+        # The tenant's gpuSharing too, with the DeviceClasses its environment's driver registers.
+        [
+            admission_params(
+                rules, tenant.admission, labels, device_sharing(tenant, dra_classes(platform))
+            )
+        ],
         body,
         {"metadata": {"name": namespace, "labels": dict(namespace_labels or {})}},
         overwrite_env=options.overwrite_env,

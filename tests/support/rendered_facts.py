@@ -393,10 +393,23 @@ def gpu_operator(stack: RenderedStack, platform: Platform) -> list[str]:
     """Where pools use real GPUs: the GPU Operator's device plugin is off (HAMi's takes its
     place), the operator's CDI setting agrees with HAMi's device-list strategy (CDI on needs a
     ``cdi-*`` strategy; HAMi's default ``envvar`` needs CDI off), and the ``nvidia`` runtime is
-    not every container's default."""
+    not every container's default. A ``gpuSharing: dra`` tenant's operator runs one GPUCluster
+    (NVIDIA's DRA driver) and no ClusterPolicy: the operator refuses both at once (gpu-operator
+    v26.7.0 controllers/gpucluster_controller.go:158-170)."""
     problems: list[str] = []
     for cluster in tenant_clusters(stack):
-        if "nvidia" not in pool_modes(platform, tenant_config(platform, cluster.name)):
+        tenant = tenant_config(platform, cluster.name)
+        if "nvidia" not in pool_modes(platform, tenant):
+            continue
+        kinds = [
+            obj["kind"]
+            for release in rendered_of_chart(stack, cluster, "gpu-operator")
+            for obj in release.all_objects()
+            if obj.get("kind") in ("ClusterPolicy", "GPUCluster")
+        ]
+        if tenant.get("gpuSharing") == "dra":
+            if kinds != ["GPUCluster"]:
+                problems.append(f"{cluster.name}: dra tenant's GPU Operator renders {kinds}")
             continue
         policies = [
             obj

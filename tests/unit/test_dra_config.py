@@ -119,14 +119,61 @@ def test_the_lab_driver_publishes_one_card_count_on_every_node() -> None:
     assert "[1, 2]" in line
 
 
-def test_prod_pins_no_dra_driver_yet() -> None:
+def dra_prod() -> dict[str, Any]:
+    """The prod stack with team-vision switched to DRA (NVIDIA's driver through the GPU
+    Operator's GPUCluster), its HAMi quota gone, one whole-card workload, and the driver the
+    machine images ship (the only one a GPUCluster works with)."""
     raw = copy.deepcopy(load_stack_config("prod")[PLATFORM_KEY])
-    raw["tenants"][0]["gpuSharing"] = "dra"
-    raw["tenants"][0].pop("gpuQuotas", None)
-    raw["tenants"][0].pop("workloads", None)
-    lines = [e for e in _errors(raw) if "gpuSharing" in e]
-    assert lines
-    assert lines[0].startswith("tenants[0].gpuSharing: dra: prod pins no DRA driver")
+    raw["gpuDriver"] = {"source": "preinstalled"}
+    tenant = raw["tenants"][0]
+    tenant["gpuSharing"] = "dra"
+    tenant.pop("gpuQuotas", None)
+    tenant["workloads"] = [
+        {"name": "whole-card", "gpu": {"cards": 1, "memoryMiB": 20000, "cores": 100}}
+    ]
+    return raw
+
+
+def test_a_prod_tenant_on_a_preinstalled_driver_may_switch_to_dra() -> None:
+    platform = parse_platform(dra_prod())
+    assert [t.gpu_sharing for t in platform.tenants] == ["dra", "hami", "hami"]
+
+
+def test_prod_refuses_dra_on_a_driver_the_gpu_cluster_does_not_install() -> None:
+    """A GPUCluster installs no driver (gpu-operator v26.7.0 internal/state/manager.go:134-145)."""
+    for source, extra in (("runtime-built", {}), ("precompiled", {"version": "595"})):
+        raw = dra_prod()
+        raw["gpuDriver"] = {"source": source, **extra}
+        lines = [e for e in _errors(raw) if "gpuSharing" in e]
+        assert len(lines) == 1, lines
+        assert lines[0].startswith("tenants[0].gpuSharing: dra: the GPU Operator's DRA stack")
+        assert "gpuDriver.source: preinstalled" in lines[0]
+        assert source in lines[0]
+
+
+def test_prod_refuses_a_fraction_once_in_one_line() -> None:
+    """The platform's check (DRAConsumableCapacity off) already names the key: prod adds no
+    second line for the same workload."""
+    raw = dra_prod()
+    raw["tenants"][0]["workloads"][0]["gpu"]["cores"] = 30
+    lines = [e for e in _errors(raw) if "gpu.cores" in e]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("tenants[0].workloads[0].gpu.cores: 30 is a fraction")
+
+
+def test_prod_refuses_a_fraction_the_driver_cannot_share_even_with_the_gate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where Kubernetes could share a card (a version with DRAConsumableCapacity on), NVIDIA's
+    driver still publishes no compute capacity: prod refuses the fraction itself."""
+    from components.prod import config_checks
+
+    monkeypatch.setattr(config_checks, "fractions_problem", lambda version: None)
+    raw = dra_prod()
+    raw["tenants"][0]["workloads"][0]["gpu"]["cores"] = 30
+    (line,) = [e for e in _errors(raw) if "NVIDIA" in e]
+    assert line.startswith("tenants[0].workloads[0].gpu.cores: 30 is a fraction of a card:")
+    assert "NVIDIA's DRA driver publishes no compute capacity" in line
 
 
 def test_the_hami_acceptance_tests_leave_a_dra_tenant_out() -> None:
