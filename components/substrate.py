@@ -312,6 +312,32 @@ class PoolSite:
 BASH = ("/bin/bash", "-c")
 # Read-only commands and readiness gates have nothing to undo on delete.
 NOTHING_TO_DELETE = "true"
+# What a made-once secret's command never re-runs for: pulumi-command v1.2.1 has no Diff of its
+# own and runs ``create`` again on any changed input when no ``update`` is given
+# (provider/pkg/provider/common/inputs.go:26-30, local/commandController.go:66-90), which would
+# replace the secret; an edited comment in the script would rotate every archive key.
+MADE_ONCE_IGNORED = ("create", "delete", "interpreter", "logging", "environment", "dir")
+
+
+def secret_made_once(resource_name: str, parent: pulumi.Resource) -> pulumi.Output[str]:
+    """32 random bytes as hex (``new-secret.sh``), made once on the host running Pulumi and
+    kept in the stack's state as a secret until the resource is replaced (``pulumi up
+    --replace``): ``delete`` does nothing, a changed script or setting is ignored
+    (``MADE_ONCE_IGNORED``), and the output is never logged (pulumi-command logs a command's
+    stdout by default, local/logging.go:27-28, even where ``stdout`` is a secret output)."""
+    command = local.Command(
+        resource_name,
+        create=read_script("management", "new-secret.sh"),
+        delete=NOTHING_TO_DELETE,
+        interpreter=list(BASH),
+        logging=local.Logging.NONE,
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            additional_secret_outputs=["stdout"],
+            ignore_changes=list(MADE_ONCE_IGNORED),
+        ),
+    )
+    return pulumi.Output.secret(command.stdout.apply(str.strip))
 
 
 @dataclass(frozen=True)
@@ -412,20 +438,8 @@ class ManagementSite:
         )
 
     def generated_secret(self, suffix: str) -> pulumi.Output[str]:
-        """32 random bytes as hex (``new-secret.sh``), made once on the host running Pulumi,
-        lab or prod alike: ``delete`` does nothing and nothing triggers a replacement, so the
-        value stays in the stack's state, as a secret, until the resource is replaced
-        (``pulumi up --replace``)."""
-        command = local.Command(
-            f"{self.name}-{suffix}",
-            create=read_script("management", "new-secret.sh"),
-            delete=NOTHING_TO_DELETE,
-            interpreter=list(BASH),
-            opts=pulumi.ResourceOptions(
-                parent=self.component, additional_secret_outputs=["stdout"]
-            ),
-        )
-        return pulumi.Output.secret(command.stdout.apply(str.strip))
+        """``secret_made_once`` on the host running Pulumi, lab or prod alike."""
+        return secret_made_once(f"{self.name}-{suffix}", self.component)
 
     def gate(
         self,

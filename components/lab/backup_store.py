@@ -26,14 +26,12 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_command import local
 
 from components.backups.objects import BACKUP, RESTORE
 from components.backups.target import environment
 from components.config import Tenant
 from components.k8s_objects import restricted_security, typed_object
-from components.scripts import read_script
-from components.substrate import BASH, NOTHING_TO_DELETE, ManagementSite
+from components.substrate import ManagementSite, secret_made_once
 
 NAMESPACE = "gpu-platform-backups"
 STORE = "object-store"
@@ -281,14 +279,7 @@ def register(
     """The store and one bucket per tenant; returns each tenant's target (secret)."""
     name = site.name
     names = [tenant.name for tenant in tenants]
-    root_command = local.Command(
-        f"{name}-backup-store-root-secret",
-        create=read_script("management", "new-secret.sh"),
-        delete=NOTHING_TO_DELETE,
-        interpreter=list(BASH),
-        opts=pulumi.ResourceOptions(parent=site.component, additional_secret_outputs=["stdout"]),
-    )
-    root: pulumi.Output[str] = pulumi.Output.secret(root_command.stdout.apply(str.strip))
+    root = secret_made_once(f"{name}-backup-store-root-secret", site.component)
     config_text = root.apply(lambda r: json.dumps(identities(r, names), indent=1))
     ns = typed_object(f"{name}-backup-store-ns", namespace(), site.k8s_opts())
     data = typed_object(f"{name}-backup-store-claim", claim(), site.k8s_opts([ns]))
@@ -333,16 +324,9 @@ def register(
 def _target_of(
     site: ManagementSite, root: pulumi.Output[str], tenant: str
 ) -> pulumi.Output[dict[str, str]]:
-    # Random, made once: `delete` does nothing and nothing triggers a replacement, so the key
-    # stays what the tenant's stored archives were encrypted with for as long as the stack lives.
-    key_command = local.Command(
-        archive_key_resource(site.name, tenant),
-        create=read_script("management", "new-secret.sh"),
-        delete=NOTHING_TO_DELETE,
-        interpreter=list(BASH),
-        opts=pulumi.ResourceOptions(parent=site.component, additional_secret_outputs=["stdout"]),
-    )
-    key: pulumi.Output[str] = pulumi.Output.secret(key_command.stdout.apply(str.strip))
+    # Random, made once (secret_made_once: nothing re-runs it), so the key stays what the
+    # tenant's stored archives were encrypted with for as long as the stack lives.
+    key = secret_made_once(archive_key_resource(site.name, tenant), site.component)
     return pulumi.Output.secret(
         pulumi.Output.all(root, key).apply(lambda parts: tenant_target(parts[0], tenant, parts[1]))
     )
