@@ -113,8 +113,10 @@ class TenantUsage:
     cores_efficiency: float | None
 
 
-def _efficiency(used: float, allocated: float) -> float | None:
-    return used / allocated if allocated > 0 else None
+def _efficiency(used: float | None, allocated: float) -> float | None:
+    """used / allocated; None (blank) when nothing was allocated, or when no series of use
+    exists at all (a ``dra`` tenant, HAMi's mock devices): unknown, not 0 %."""
+    return used / allocated if used is not None and allocated > 0 else None
 
 
 def report_from(
@@ -131,6 +133,9 @@ def report_from(
     def value(quantity: str, tenant: str) -> float:
         return values[quantity].get(tenant, 0.0)
 
+    def measured(quantity: str, tenant: str) -> float | None:
+        return values[quantity].get(tenant)
+
     rows = []
     for tenant in tenants:
         mem_alloc = value("memory_allocated_gib_hours", tenant)
@@ -142,10 +147,10 @@ def report_from(
                 tenant=tenant,
                 memory_allocated_gib_hours=mem_alloc,
                 memory_used_gib_hours=mem_used,
-                memory_efficiency=_efficiency(mem_used, mem_alloc),
+                memory_efficiency=_efficiency(measured("memory_used_gib_hours", tenant), mem_alloc),
                 cores_allocated_card_hours=core_alloc,
                 cores_used_card_hours=core_used,
-                cores_efficiency=_efficiency(core_used, core_alloc),
+                cores_efficiency=_efficiency(measured("cores_used_card_hours", tenant), core_alloc),
             )
         )
     return rows

@@ -377,3 +377,26 @@ def test_a_secret_without_the_password_is_one_line(tmp_path: Path) -> None:
     folder = _stub_kubectl_with_secret(tmp_path, "1", calls, "")
     with pytest.raises(usage.UsageError, match="holds no password"):
         _script().read_password(tmp_path / "kubeconfig", str(folder / "kubectl"))
+
+
+def test_a_tenant_without_a_series_of_use_has_no_efficiency_not_zero() -> None:
+    """A dra tenant (the claims exporter bills allocation only) or the lab's mock devices have no
+    "used" series: their efficiency is unknown, shown blank, while a measured 0 stays 0 %."""
+    from components.metrics import usage_rows
+
+    def answer(samples: dict[str, float]) -> dict[str, Any]:
+        result = [{"metric": {"tenant": t}, "value": [0, str(v)]} for t, v in samples.items()]
+        return {"status": "success", "data": {"resultType": "vector", "result": result}}
+
+    answers = {
+        "memory_allocated_gib_hours": {"dra": 80.0, "idle": 10.0},
+        "memory_used_gib_hours": {"idle": 0.0},
+        "cores_allocated_card_hours": {"dra": 1.0, "idle": 1.0},
+        "cores_used_card_hours": {"idle": 0.0},
+    }
+    queries = {quantity: quantity for quantity in answers}
+    rows = {r.tenant: r for r in usage_rows.report_from(queries, lambda q: answer(answers[q]))}
+    assert rows["dra"].memory_efficiency is None
+    assert rows["dra"].cores_efficiency is None
+    assert rows["idle"].memory_efficiency == 0.0
+    assert rows["idle"].cores_efficiency == 0.0
