@@ -33,8 +33,10 @@ What each judge relies on, traced at the pinned tags:
   name with each run of characters other than letters and digits as ``_``:
   cmd/dra-example-kubeletplugin/cdi.go:34, 96-102), and a
   common spec with ``DRA_RESOURCE_DRIVER_NAME=<driver>`` (cdi.go:58-70).
-* **Cleanup.** Once the pod is gone, the controller clears the allocation and deletes a claim it
-  generated (controller.go:860-930; otherwise the garbage collector, the pod being its owner).
+* **Cleanup.** Once the pod is gone, the resourceclaim controller clears the claim's
+  reservation and allocation (controller.go:843-872); it deletes a generated claim itself only
+  while its pod still exists and is done (:902-925): for a deleted pod the garbage collector
+  removes it, the pod being its controlling owner.
 """
 
 from __future__ import annotations
@@ -321,14 +323,21 @@ def judge_cleanup(
     devices: Sequence[Device],
     claims: Sequence[Mapping[str, Any]],
     *,
-    deleted_at: str,
+    claims_before: Sequence[Mapping[str, Any]],
 ) -> Verdict:
     """TC-25: after the pod is gone, its generated claim is gone (by name and uid) and no claim
-    that existed before the deletion (``deleted_at``, RFC 3339 as the API writes
-    ``creationTimestamp``) holds one of its devices. A claim created afterwards that holds one
-    was given the freed device: recorded, not a failure."""
+    that held one of its devices before the deletion (``claims_before``: only the deleted claim
+    should have) still holds it. Any other claim holding one was given the freed device
+    (another replica's claim may have waited for it since before the deletion, so a claim's
+    ``creationTimestamp`` says nothing here): recorded, not a failure."""
     verdict = Verdict()
     verdict.facts.update({"claim": claim_name, "devices": [d.describe() for d in devices]})
+    wanted = {d.key() for d in devices}
+    holders_before = {
+        (claim.get("metadata") or {}).get("uid")
+        for claim in claims_before
+        if {d.key() for d in allocated_devices(claim)} & wanted
+    } - {claim_uid}
     reused: list[str] = []
     if not devices:
         verdict.problems.append("no devices were recorded before deletion: nothing to check")
@@ -338,14 +347,17 @@ def judge_cleanup(
         if meta.get("uid") == claim_uid or meta.get("name") == claim_name:
             verdict.problems.append(f"claim {where} still exists after its pod was deleted")
             continue
-        held = {d.key() for d in allocated_devices(claim)} & {d.key() for d in devices}
+        held = {d.key() for d in allocated_devices(claim)} & wanted
         if not held:
             continue
         what = ", ".join("/".join(k) for k in sorted(held))
-        if str(meta.get("creationTimestamp") or "") >= deleted_at:
-            reused.append(f"{where} ({what})")
+        if meta.get("uid") in holders_before:
+            verdict.problems.append(
+                f"claim {where} held {what} beside the deleted claim before the deletion, and "
+                "still does"
+            )
         else:
-            verdict.problems.append(f"claim {where}, older than the deletion, holds {what}")
+            reused.append(f"{where} ({what})")
     verdict.facts["reallocatedTo"] = reused
     return verdict
 

@@ -14,8 +14,9 @@ whole cards of the driver's DeviceClass), in a fresh namespace removed afterward
   reason, ``cannot allocate all claims``, for every node and no other reason.
 * TC-24 visibility: inside TC-22's container, the variables dra-example-driver v0.4.0's CDI
   spec sets name exactly the claim's devices, each tagged with the claim's uid.
-* TC-25 cleanup: TC-22's pod deleted, its generated claim is gone and no older claim holds its
-  device.
+* TC-25 cleanup: TC-22's pod deleted, its generated claim is gone and no claim that held its
+  device beside it before the deletion still does (another claim given the freed device is
+  recorded, not failed).
 
 What each judge relies on upstream is in ``dra_evidence.py``; the judges run offline on the
 constructed samples in ``samples/dra.yaml`` (``tests/unit/test_acceptance_dra.py``).
@@ -26,7 +27,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import kubernetes.client as k8s
@@ -343,7 +343,7 @@ def test_dra_cleanup(
     cluster = live.tenant(dra_plan.tenant)
     claim = dra_run.claim
     devices: list[Device] = allocated_devices(claim)
-    deleted_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    claims_before = claims_raw(cluster)
     started = time.monotonic()
     left = delete_pods(cluster, dra_run.namespace, [ALLOCATED], CLEANUP_TIMEOUT)
 
@@ -359,7 +359,7 @@ def test_dra_cleanup(
         claim["metadata"]["uid"],
         devices,
         claims if claims is not None else claims_raw(cluster),
-        deleted_at=deleted_at,
+        claims_before=claims_before,
     )
     if left:
         verdict.problems.append(f"pod {ALLOCATED} still present after {CLEANUP_TIMEOUT:.0f} s")

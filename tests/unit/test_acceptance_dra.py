@@ -158,35 +158,31 @@ def test_cleanup_holds_when_the_claim_is_gone(sample: dict[str, Any]) -> None:
         sample["claim"]["metadata"]["uid"],
         devices,
         [],
-        deleted_at="2026-12-06T05:00:00Z",
+        claims_before=[sample["claim"]],
     )
     assert verdict.ok, verdict.explain()
 
 
-def test_cleanup_fails_on_a_leftover_claim_or_an_older_holder(sample: dict[str, Any]) -> None:
+def test_cleanup_fails_on_a_leftover_claim_or_a_holder_of_before(sample: dict[str, Any]) -> None:
     devices = de.allocated_devices(sample["claim"])
     uid = sample["claim"]["metadata"]["uid"]
     broken = sample["broken"]
+    before = [sample["claim"]]
     left = de.judge_cleanup(
-        "dra-whole-gpu-5xk8d",
-        uid,
-        devices,
-        [broken["leftover_claim"]],
-        deleted_at="2026-12-06T05:00:00Z",
+        "dra-whole-gpu-5xk8d", uid, devices, [broken["leftover_claim"]], claims_before=before
     )
     assert "still exists" in left.explain()
-    older = copy.deepcopy(broken["other_claim_holding"])
-    older["metadata"]["creationTimestamp"] = "2026-12-06T04:59:00Z"
+    # A claim that held the device beside the deleted one before the deletion, and still does.
+    other = copy.deepcopy(broken["other_claim_holding"])
     held = de.judge_cleanup(
-        "dra-whole-gpu-5xk8d", uid, devices, [older], deleted_at="2026-12-06T05:00:00Z"
+        "dra-whole-gpu-5xk8d", uid, devices, [other], claims_before=[*before, other]
     )
-    assert "older than the deletion, holds gpu.example.com/tenant-a-a100-0/gpu-0" in held.explain()
-    # Given to a claim made after the deletion: the device was freed, and that is recorded.
-    newer = copy.deepcopy(older)
-    newer["metadata"]["creationTimestamp"] = "2026-12-06T05:00:03Z"
-    reused = de.judge_cleanup(
-        "dra-whole-gpu-5xk8d", uid, devices, [newer], deleted_at="2026-12-06T05:00:00Z"
-    )
+    assert "held gpu.example.com/tenant-a-a100-0/gpu-0 beside the deleted claim" in held.explain()
+    # Given the freed device afterwards: a claim that waited since before the deletion (older
+    # than it, as another replica's would be) or a new one. Recorded, not a failure.
+    waited = copy.deepcopy(other)
+    waited["metadata"]["creationTimestamp"] = "2026-12-06T04:59:00Z"
+    reused = de.judge_cleanup("dra-whole-gpu-5xk8d", uid, devices, [waited], claims_before=before)
     assert reused.ok, reused.explain()
     assert reused.facts["reallocatedTo"] == [
         "team/someone-gpu-abcde (gpu.example.com/tenant-a-a100-0/gpu-0)"
