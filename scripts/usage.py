@@ -229,6 +229,11 @@ def main(argv: list[str]) -> int:
         usage.window_seconds(args.window)
         usage.checked_tenant(args.tenant)
         end = parse_end(args.end)
+        if args.password_file and not args.prometheus:
+            raise usage.UsageError(
+                "--password-file goes with --prometheus: through the kubeconfig the password is "
+                "read from its Secret"
+            )
         if args.prometheus:
             password = password_from_file(args.password_file)
             return run(args, http_query(args.prometheus, end, password), end)

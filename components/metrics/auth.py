@@ -7,15 +7,17 @@ stack's state (``deploy.register_central``); user ``USERNAME``. Prometheus reads
 prometheus/exporter-toolkit v0.14.0 (go.mod:55 at that tag): every request on the listener goes
 through its ``webHandler`` (web/tls_config.go:369), which answers 401 unless the basic-auth pair
 matches a ``basic_auth_users`` bcrypt hash (web/handler.go:88-143). No path is exempt, so the
-kubelet's probe of ``/-/ready`` needs the credential too (``probe_client_config``). The handler
+kubelet's probe of ``/-/ready`` needs the credential too (an exec probe with a client file:
+``objects``, ``promtool check ready``). The handler
 re-reads the file on every request (handler.go:89) and caches each verified pair
 (handler.go:117-132), so bcrypt's cost is paid once per client, not per request.
 
 The hash's salt is derived from the password (HMAC), so the same password gives the same web
 config on every ``pulumi up``: a random salt would change the ConfigMap, its digest on the pod
 template (``objects.CONFIG_DIGEST_ANNOTATION``) and so restart Prometheus on every run. The hash
-is no secret: it is bcrypt of 256 random bits, and the salt (in the hash anyway) is an HMAC of
-the password, which does not reveal it.
+is no secret only because the password is 256 random bits: with the salt derived from the
+password, checking a guess against the hash costs one HMAC rather than a bcrypt run, so the
+hash protects nothing a guessable password would need; never configure a chosen password.
 
 Clients read the password from a file (a mounted Secret), never from a ConfigMap or argv:
 Prometheus' ``basic_auth.password_file`` is read on every request (prometheus/common v0.65.0,

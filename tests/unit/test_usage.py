@@ -400,3 +400,11 @@ def test_a_tenant_without_a_series_of_use_has_no_efficiency_not_zero() -> None:
     assert rows["dra"].cores_efficiency is None
     assert rows["idle"].memory_efficiency == 0.0
     assert rows["idle"].cores_efficiency == 0.0
+
+
+def test_a_password_file_without_prometheus_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the kubeconfig the password comes from its Secret: a --password-file given there
+    would be silently ignored, so it is refused in one line."""
+    script = _script()
+    assert script.main(["--kubeconfig-stdin", "--password-file", "/nonexistent"]) == 2
+    assert "--password-file goes with --prometheus" in capsys.readouterr().err
