@@ -129,9 +129,15 @@ def claim_rule_definitions(path: Path = RULES_FILE) -> RuleDefinitions:
         variables=tuple(claims["variables"]),
         rules=tuple(claims["rules"]),
         resource_rules=CLAIM_RULES,
-        # A claim's spec is immutable (kubernetes v1.35.0 pkg/apis/resource/validation/
-        # validation.go:617-624), but UPDATE is judged too: the rules then see the same spec.
-        operations=("CREATE", "UPDATE"),
+        # CREATE only. A claim's spec is immutable (kubernetes v1.35.0 pkg/apis/resource/
+        # validation/validation.go:617-624), so an UPDATE brings no new request to judge, while
+        # Kubernetes itself updates every allocated claim: the scheduler adds the
+        # delete-protection finalizer (pkg/scheduler/framework/plugins/dynamicresources/
+        # dynamicresources.go:1194-1196) and the resourceclaim controller removes it
+        # (pkg/controller/resourceclaim/controller.go:882-885, 903-904). Judged against params
+        # that changed since (gpuSharing dra -> hami, Warn -> Deny, fewer cards per node), those
+        # updates would be refused and the claims never finish deleting.
+        operations=("CREATE",),
     )
 
 

@@ -50,6 +50,7 @@ from tests.policies.test_admission_agreement import (
 from tests.policies.test_claim_admission_agreement import (
     ADMIN_LABEL,
     DRA,
+    HAMI,
     ClaimCase,
     claim_object,
     rendered_claims,
@@ -556,3 +557,50 @@ def test_a_rule_switched_off_in_the_policy_lets_its_bad_pod_through(tenant: APIS
         timeout=SETTLE_TIMEOUT_S,
         log=tenant.log,
     )
+
+
+def test_a_claim_made_before_the_params_changed_can_still_lose_its_finalizer(
+    tenant: APIServer, claim_answers: dict[str, tuple[Verdict, str, Answer]]
+) -> None:
+    """The claim policy judges CREATE only. Kubernetes updates every allocated claim with plain
+    UPDATEs: the scheduler adds the delete-protection finalizer (kubernetes v1.35.0
+    pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go:1194-1196), the
+    resourceclaim controller removes it (pkg/controller/resourceclaim/controller.go:882-885).
+    After the tenant's params change (here gpuSharing dra -> hami, a supported day-2 change),
+    an UPDATE judged against them would be refused by dra-claims-need-dra and the claim would
+    never finish deleting. Here both updates go through while a new claim is refused."""
+    del claim_answers  # the claim policy and a dra tenant's params are in force
+    admin = tenant.admin
+    namespace = "params-flip"
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    good = dataclasses.replace(
+        next(c for c in CLAIM_CASES if c.name == "good-claim-as-the-program-writes"),
+        namespace=namespace,
+    )
+    assert _send(admin, claim_object(good, "held"), dry_run=False).status == 201
+    _policy, _binding, dra_params = rendered_claims(DRA)
+    _policy, _binding, hami_params = rendered_claims(HAMI)
+    path = admin.resource("resource.k8s.io/v1", "ResourceClaim").path(namespace, "held")
+    try:
+        admin.apply(hami_params)
+        wait_for(
+            "the hami params in force",
+            lambda: not _send(admin, claim_object(good, "probe"), dry_run=True).admitted,
+            timeout=SETTLE_TIMEOUT_S,
+            log=tenant.log,
+        )
+        stored = admin.call("GET", path)
+        stored["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+        protected = admin.call("PUT", path, stored)
+        assert protected["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+        protected["metadata"]["finalizers"] = []
+        released = admin.call("PUT", path, protected)
+        assert not released["metadata"].get("finalizers")
+    finally:
+        admin.apply(dra_params)
+        wait_for(
+            "the dra params in force again",
+            lambda: _send(admin, claim_object(good, "probe"), dry_run=True).admitted,
+            timeout=SETTLE_TIMEOUT_S,
+            log=tenant.log,
+        )

@@ -288,7 +288,7 @@ def test_every_tenant_judges_claims_in_every_namespace(recording: Recording) -> 
             {
                 "apiGroups": ["resource.k8s.io"],
                 "apiVersions": ["v1"],
-                "operations": ["CREATE", "UPDATE"],
+                "operations": ["CREATE"],
                 "resources": ["resourceclaims", "resourceclaimtemplates"],
             }
         ]
