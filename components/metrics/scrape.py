@@ -284,11 +284,20 @@ HAMI_SOURCES = (
 )
 
 
+# The GPU Operator's DCGM exporter pods, by the stack that deploys them (NVIDIA/gpu-operator
+# v26.7.0): the ClusterPolicy's (a hami tenant: assets/state-dcgm-exporter/0800_daemonset.yaml,
+# app=nvidia-dcgm-exporter) and the GPUCluster's (a dra tenant: manifests/state-dcgm-exporter/
+# 0700_daemonset.yaml:4-27, app=nvidia-dcgm-exporter-dra); both on port 9400.
+DCGM_EXPORTER_APPS = ("nvidia-dcgm-exporter", "nvidia-dcgm-exporter-dra")
+
+
 def dcgm_source(namespace: str) -> TenantSource:
-    """The GPU Operator's DCGM exporter (NVIDIA/gpu-operator v26.7.0
-    assets/state-dcgm-exporter/0800_daemonset.yaml: pods labelled app=nvidia-dcgm-exporter, port
-    9400; on by default, deployments/gpu-operator/values.yaml:299-300)."""
-    return TenantSource("dcgm-exporter", namespace, "app=nvidia-dcgm-exporter", 9400, DCGM_SERIES)
+    """The GPU Operator's DCGM exporter, whichever of its two stacks runs it (on by default,
+    deployments/gpu-operator/values.yaml:299-300), port 9400: a set-based selector, which
+    Prometheus accepts (prometheus v3.5.0 discovery/kubernetes/kubernetes.go:220, apimachinery's
+    labels.Parse) and passes as the pod list's labelSelector."""
+    selector = f"app in ({','.join(DCGM_EXPORTER_APPS)})"
+    return TenantSource("dcgm-exporter", namespace, selector, 9400, DCGM_SERIES)
 
 
 # A gpuSharing: dra tenant's claims exporter (components.metrics.dra_claims): the platform's own

@@ -482,3 +482,17 @@ def test_agents_write_to_the_operators_prometheus_when_one_is_named() -> None:
     assert remote["url"] == url
     [default] = yaml.safe_load(AGENT_CONFIG["data"]["prometheus.yml"])["remote_write"]
     assert default["url"] == objects.remote_write_url()
+
+
+def test_the_dcgm_job_finds_the_exporter_of_either_gpu_operator_stack() -> None:
+    """A prod dra tenant's GPU Operator runs the GPUCluster, whose DCGM exporter pods are
+    labelled app=nvidia-dcgm-exporter-dra (gpu-operator v26.7.0 manifests/state-dcgm-exporter/
+    0700_daemonset.yaml:4-27), not the ClusterPolicy's app=nvidia-dcgm-exporter: the agent's
+    selector (the discovery's labelSelector) must take both, or a dra tenant has no card use."""
+    import re
+
+    source = dcgm_source("gpu-operator")
+    found = re.fullmatch(r"app in \(([^)]*)\)", source.pod_label)
+    assert found is not None, source.pod_label
+    assert set(found.group(1).split(",")) == {"nvidia-dcgm-exporter", "nvidia-dcgm-exporter-dra"}
+    assert source.port == 9400
