@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support import charts
-from tests.support.crd_schemas import CEL_TALLY, CelTally
+from tests.support.cel_tally import CEL_TALLY, CelTally
 from tests.support.harness import Recording, evaluate
 from tests.support.scratch import SESSION_PREFIX, leak_report, leftovers
 from tests.support.upstream import upstream_dir_or_none

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.cel_tally import CEL_TALLY, CelTally
 from tests.support.charts import ChartUnavailableError
-from tests.support.crd_schemas import CEL_TALLY, CelTally
 from tests.support.harness import Recording, load_stack_config
 from tests.support.rendered_stack import RenderedStack, UpstreamUnavailableError, render_stack
 from tests.support.upstream import upstream_dir_or_none

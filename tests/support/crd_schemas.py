@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import jsonschema
-import pytest
 import yaml
 from gpu_platform_policies.cel import FUNCTIONS as PACK_CEL_FUNCTIONS
+
+from tests.support.cel_tally import CelTally
 
 
 @dataclass(frozen=True)
@@ -94,46 +94,6 @@ def strict_schema(schema: Any) -> Any:
         if key.startswith("x-kubernetes-"):
             del result[key]
     return result
-
-
-@dataclass
-class CelTally:
-    """What happened to the CEL rules met while validating (summed over a test session)."""
-
-    evaluated: int = 0
-    transition_rules: int = 0
-    unsupported: Counter[str] = field(default_factory=Counter)
-
-    def add(self, other: CelTally) -> None:
-        self.evaluated += other.evaluated
-        self.transition_rules += other.transition_rules
-        self.unsupported.update(other.unsupported)
-
-    @property
-    def skipped(self) -> int:
-        return self.transition_rules + sum(self.unsupported.values())
-
-    def as_plain(self) -> dict[str, Any]:
-        """What an xdist worker hands its controller (plain data: execnet sends it)."""
-        return {
-            "evaluated": self.evaluated,
-            "transition_rules": self.transition_rules,
-            "unsupported": dict(self.unsupported),
-        }
-
-    @classmethod
-    def from_plain(cls, plain: Mapping[str, Any]) -> CelTally:
-        return cls(plain["evaluated"], plain["transition_rules"], Counter(plain["unsupported"]))
-
-    def summary(self) -> str:
-        parts = [f"{self.evaluated} evaluated", f"{self.skipped} skipped"]
-        detail = [f"{self.transition_rules} transition rules (oldSelf, update only)"]
-        detail += [f"{n} unsupported: {reason}" for reason, n in sorted(self.unsupported.items())]
-        return f"CEL rules: {', '.join(parts)} ({'; '.join(detail)})"
-
-
-# The session's tally (tests/render/conftest.py's cel_tally; printed by tests/conftest.py).
-CEL_TALLY = pytest.StashKey[CelTally]()
 
 
 def crd_violations(
