@@ -18,7 +18,17 @@ kubernetes v1.35.0 pkg/kubelet/metrics/metrics.go:1081-1086) nor dra-example-dri
 :1563, 1585-1699) and ``status.reservedFor[]`` (:1475, 1509-1530), and every ResourceSlice's
 ``spec.driver``, ``spec.pool.name``, ``spec.devices[].capacity`` (:113, 160, 309, 455-470).
 
-**What it writes**, per allocated device of a claim (labels ``namespace``, ``claim``, ``pod``
+**What it bills**: only the results of the tenant's GPU driver(s), which the program passes in
+``DRA_CLAIMS_DRIVERS`` (comma-separated; the substrate's ``dra_driver(...).driver``:
+dra-example-driver's ``gpu.example.com`` in the lab, NVIDIA's ``gpu.nvidia.com`` in prod): a
+device of another driver in the tenant (NVIDIA's ``compute-domain.nvidia.com``, a NIC) is not a
+GPU card. A result with ``adminAccess: true`` is skipped: admin access reaches a device without
+taking it, and another claim may hold the same device (k8s.io/api v0.35.0
+resource/v1/types.go:1626-1636; the DRAAdminAccess gate is on by default from v1.34, kubernetes
+v1.35.0 pkg/features/kube_features.go:1227-1230). The acceptance suite's TC-18 reference
+(tests/acceptance/dra_evidence.py ``dra_granted``) counts the same way.
+
+**What it writes**, per billed device of a claim (labels ``namespace``, ``claim``, ``pod``
 (the pods it is reserved for, comma-separated), ``driver``, ``pool``, ``device``):
 
 * ``gpu_platform_dra_device_allocated_cards``: the share of the device the claim holds, 1 for a
@@ -113,9 +123,13 @@ def _escape(value: str) -> str:
 
 
 def samples(
-    claims: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]]
+    claims: Iterable[Mapping[str, Any]],
+    slices: Iterable[Mapping[str, Any]],
+    drivers: Iterable[str],
 ) -> list[tuple[str, dict[str, str], float]]:
-    """``(series, labels, value)`` for every device every claim holds (pure)."""
+    """``(series, labels, value)`` for every device of ``drivers`` every claim holds, admin
+    access left out (pure)."""
+    billed = frozenset(drivers)
     capacities = _capacities(slices)
     out: list[tuple[str, dict[str, str], float]] = []
     for claim in claims:
@@ -128,6 +142,8 @@ def samples(
             if r.get("resource") == "pods"
         )
         for result in results:
+            if result.get("driver") not in billed or result.get("adminAccess") is True:
+                continue
             key = (str(result.get("driver", "")), str(result.get("pool", "")))
             key3 = (*key, str(result.get("device", "")))
             names = (str(meta.get("namespace", "")), str(meta.get("name", "")), ",".join(pods))
@@ -149,9 +165,13 @@ def samples(
     return out
 
 
-def render(claims: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]]) -> str:
+def render(
+    claims: Iterable[Mapping[str, Any]],
+    slices: Iterable[Mapping[str, Any]],
+    drivers: Iterable[str],
+) -> str:
     """The Prometheus text exposition (format 0.0.4) of ``samples``."""
-    rows = samples(claims, slices)
+    rows = samples(claims, slices, drivers)
     lines: list[str] = []
     for name in (CARDS, MEMORY):
         lines += [f"# HELP {name} {_HELP[name]}", f"# TYPE {name} gauge"]
@@ -171,12 +191,22 @@ def _list(api: str, path: str, token: str, context: ssl.SSLContext | None) -> li
         return list(json.load(answer).get("items") or [])
 
 
+def drivers_of(text: str) -> tuple[str, ...]:
+    """The billed drivers from ``DRA_CLAIMS_DRIVERS`` (comma-separated)."""
+    return tuple(sorted({name.strip() for name in text.split(",") if name.strip()}))
+
+
 def server(
-    api: str, account: str, context: ssl.SSLContext | None, port: int
+    api: str,
+    account: str,
+    context: ssl.SSLContext | None,
+    port: int,
+    drivers: Iterable[str],
 ) -> ThreadingHTTPServer:
     """The ``/metrics`` server: on every scrape it lists claims and slices at ``api`` with the
-    token in ``account`` (read each time: the kubelet rotates it); a failed list answers 503,
-    never a partial page."""
+    token in ``account`` (read each time: the kubelet rotates it) and bills the devices of
+    ``drivers``; a failed list answers 503, never a partial page."""
+    billed = tuple(drivers)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -189,6 +219,7 @@ def server(
                 body = render(
                     _list(api, CLAIMS_PATH, token, context),
                     _list(api, SLICES_PATH, token, context),
+                    billed,
                 ).encode()
             except Exception as exc:
                 self.send_error(503, f"listing ResourceClaims failed: {type(exc).__name__}")
@@ -207,10 +238,12 @@ def server(
 
 def main() -> None:  # pragma: no cover - in the container: the API server the kubelet names
     """Serve ``/metrics`` on ``PORT`` with the pod's ServiceAccount, through the API server the
-    kubelet names to every pod (its CA from the ServiceAccount volume)."""
+    kubelet names to every pod (its CA from the ServiceAccount volume), billing the drivers the
+    program names in ``DRA_CLAIMS_DRIVERS``."""
+    drivers = drivers_of(os.environ["DRA_CLAIMS_DRIVERS"])
     api = f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}"
     context = ssl.create_default_context(cafile=f"{_SERVICE_ACCOUNT}/ca.crt")
-    server(api, _SERVICE_ACCOUNT, context, PORT).serve_forever()
+    server(api, _SERVICE_ACCOUNT, context, PORT, drivers).serve_forever()
 
 
 if __name__ == "__main__":  # pragma: no cover

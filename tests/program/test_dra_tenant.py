@@ -248,6 +248,9 @@ def test_the_dra_tenant_gets_its_claims_exporter_and_its_agent_scrapes_it(
     pod = exporter.inputs["spec"]["template"]
     assert pod["metadata"]["labels"]["app.kubernetes.io/component"] == "gpu-platform-dra-claims"
     assert pod["spec"]["serviceAccountName"] == "gpu-platform-dra-claims"
+    # It bills the lab driver's devices only (the substrate's dra_driver answer).
+    (container,) = pod["spec"]["containers"]
+    assert container["env"] == [{"name": "DRA_CLAIMS_DRIVERS", "value": dra_driver.DRIVER_NAME}]
     (role,) = _named(recording, "tenant-a-metrics-dra-claims-role")
     assert role.inputs["rules"] == [
         {

@@ -18,6 +18,7 @@ from tests.acceptance.hami_metrics import parse_exposition
 
 SAMPLE = Path(__file__).resolve().parents[1] / "acceptance" / "samples" / "dra.yaml"
 CARD = 80 * 1024**3
+DRIVERS = ("gpu.example.com",)  # the lab's dra-example-driver v0.4.0
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def sample() -> dict[str, Any]:
 def _page(claims: list[dict[str, Any]], slices: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         (s.name, s.labels["device"], s.labels["claim"]): (dict(s.labels), s.value)
-        for s in parse_exposition(dra_claims.render(claims, slices))
+        for s in parse_exposition(dra_claims.render(claims, slices, DRIVERS))
     }
 
 
@@ -53,6 +54,36 @@ def test_an_unallocated_or_deleted_claim_writes_nothing(sample: dict[str, Any]) 
     pending["status"] = {}
     assert _page([pending], sample["slices"]) == {}
     assert _page([], sample["slices"]) == {}
+
+
+def test_only_the_tenants_gpu_driver_is_billed_and_admin_access_is_not(
+    sample: dict[str, Any],
+) -> None:
+    """Another driver's device (NVIDIA's compute-domain.nvidia.com) is not a GPU card, and an
+    adminAccess result reaches a device another claim may hold (k8s.io/api v0.35.0
+    resource/v1/types.go:1626-1636): neither is billed; the GPU device beside them still is."""
+    claim = copy.deepcopy(sample["claim"])
+    results = claim["status"]["allocation"]["devices"]["results"]
+    gpu = results[0]
+    results.append({**gpu, "driver": "compute-domain.nvidia.com", "device": "channel-0"})
+    results.append({**gpu, "device": "gpu-1", "adminAccess": True})
+    page = _page([claim], sample["slices"])
+    assert set(page) == {
+        (dra_claims.CARDS, "gpu-0", "dra-whole-gpu-5xk8d"),
+        (dra_claims.MEMORY, "gpu-0", "dra-whole-gpu-5xk8d"),
+    }
+    admin = copy.deepcopy(sample["claim"])
+    admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    assert _page([admin], sample["slices"]) == {}
+    assert dra_claims.render([sample["claim"]], sample["slices"], ()) == dra_claims.render(
+        [], [], DRIVERS
+    )
+
+
+def test_the_billed_drivers_are_read_from_the_environment_text() -> None:
+    assert dra_claims.drivers_of("gpu.nvidia.com") == ("gpu.nvidia.com",)
+    assert dra_claims.drivers_of(" b.x , a.x,,b.x ") == ("a.x", "b.x")
+    assert dra_claims.drivers_of("") == ()
 
 
 def test_a_consumed_share_is_billed_as_its_fraction(sample: dict[str, Any]) -> None:
@@ -89,7 +120,7 @@ def test_label_values_are_escaped() -> None:
             }
         },
     }
-    (sample,) = parse_exposition(dra_claims.render([claim], []))
+    (sample,) = parse_exposition(dra_claims.render([claim], [], ("d",)))
     assert sample.labels["claim"] == 'we"ird'  # escaped on the page, read back
 
 
@@ -101,7 +132,7 @@ def test_the_series_are_declared_with_their_labels() -> None:
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
 def test_promtool_accepts_the_page(sample: dict[str, Any]) -> None:
-    page = dra_claims.render([sample["claim"]], sample["slices"])
+    page = dra_claims.render([sample["claim"]], sample["slices"], DRIVERS)
     done = subprocess.run(
         ["promtool", "check", "metrics"], input=page, capture_output=True, text=True, check=False
     )
@@ -118,7 +149,7 @@ def test_the_exporters_objects_are_valid_and_may_only_list_claims_and_slices() -
     from components.metrics import objects
     from tests.support.kube_schemas import builtin_violations
 
-    manifests = objects.dra_claims_exporter("hami-system")
+    manifests = objects.dra_claims_exporter("hami-system", ["gpu.example.com"])
     assert [m["kind"] for m in manifests] == [
         "ServiceAccount",
         "ClusterRole",
@@ -139,6 +170,9 @@ def test_the_exporters_objects_are_valid_and_may_only_list_claims_and_slices() -
     assert container["command"][:2] == ["python3", "-c"]
     assert container["command"][2] == Path(dra_claims.__file__).read_text()
     assert container["ports"] == [{"name": "metrics", "containerPort": dra_claims.PORT}]
+    assert container["env"] == [{"name": "DRA_CLAIMS_DRIVERS", "value": "gpu.example.com"}]
+    with pytest.raises(ValueError, match="GPU driver"):
+        objects.dra_claims_exporter("hami-system", [])
     assert container["securityContext"]["runAsNonRoot"] is True
     assert objects.requests_of(manifests) == (10, 32 * 2**20)
 
@@ -178,7 +212,9 @@ def test_the_server_lists_with_the_token_on_every_scrape_and_refuses_a_partial_p
 
     api = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
     (tmp_path / "token").write_text("t0ken\n")
-    exporter = dra_claims.server(f"http://127.0.0.1:{api.server_port}", str(tmp_path), None, 0)
+    exporter = dra_claims.server(
+        f"http://127.0.0.1:{api.server_port}", str(tmp_path), None, 0, DRIVERS
+    )
     threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (api, exporter)]
     for thread in threads:
         thread.start()
@@ -186,7 +222,7 @@ def test_the_server_lists_with_the_token_on_every_scrape_and_refuses_a_partial_p
     try:
         with urllib.request.urlopen(url, timeout=10) as answer:
             page = answer.read().decode()
-        assert page == dra_claims.render([sample["claim"]], sample["slices"])
+        assert page == dra_claims.render([sample["claim"]], sample["slices"], DRIVERS)
         assert seen == [
             (dra_claims.CLAIMS_PATH, "Bearer t0ken"),
             (dra_claims.SLICES_PATH, "Bearer t0ken"),
