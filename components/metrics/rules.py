@@ -182,6 +182,18 @@ ALERTS: tuple[Alert, ...] = (
         "not discoverable): the tenant's GPU grants are not billed",
     ),
     Alert(
+        # The dra path's GpuHamiSchedulerNotScraped: ``up`` exists only for a discovered
+        # Running pod (scrape.py keeps only those), so an exporter Pending or deleted is no
+        # ``up == 0`` and GpuMetricsTargetDown stays silent. Only a dra tenant's agent carries
+        # gpu_sharing="dra" (scrape.agent_config).
+        "GpuDraClaimsNotScraped",
+        'group by (tenant) (up{job="gpu-metrics-agent",gpu_sharing="dra"}) unless '
+        'group by (tenant) (up{job="dra-claims"} == 1)',
+        "10m",
+        "{{ $labels.tenant }}: its agent runs but scrapes no DRA claims exporter (the "
+        "exporter is not running, or not discoverable): the tenant's DRA claims are not billed",
+    ),
+    Alert(
         "GpuMetricsSamplesDropped",
         "increase(prometheus_remote_storage_samples_failed_total"
         '{job="gpu-metrics-agent"}[10m]) > 0',

@@ -357,6 +357,39 @@ ALERT_CASES: list[tuple[str, list[dict[str, str]], str, dict[str, list[dict[str,
         },
     ),
     (
+        "a dra tenant's agent writes but its claims exporter is not scraped (Pending, deleted)",
+        [
+            _series("up", {**_agent("tenant-c"), "gpu_sharing": "dra"}, "1x40"),
+            _series("up", {**SCHEDULER_A, "tenant": "tenant-c"}, "1x40"),
+        ],
+        "15m",
+        {
+            "GpuDraClaimsNotScraped": [_firing("GpuDraClaimsNotScraped", {"tenant": "tenant-c"})],
+            "GpuMetricsTargetDown": [],
+        },
+    ),
+    (
+        "a dra tenant whose exporter is scraped, and a hami tenant without one",
+        [
+            _series("up", {**_agent("tenant-c"), "gpu_sharing": "dra"}, "1x40"),
+            _series("up", {**SCHEDULER_A, "tenant": "tenant-c"}, "1x40"),
+            _series(
+                "up",
+                {
+                    "job": "dra-claims",
+                    "instance": "gpu-platform-dra-claims-5d8f9-abcde",
+                    "source": "dra-claims",
+                    "tenant": "tenant-c",
+                },
+                "1x40",
+            ),
+            _series("up", _agent("tenant-a"), "1x40"),
+            _series("up", SCHEDULER_A, "1x40"),
+        ],
+        "30m",
+        {alert.name: [] for alert in rules.ALERTS},
+    ),
+    (
         "the central server refuses an agent's samples",
         [
             _series(
@@ -433,8 +466,9 @@ def _alert_file(tmp_path: Path, groups: dict[str, Any]) -> Path:
 
 def test_the_alerts_fire_exactly_where_the_bill_has_a_gap(tmp_path: Path) -> None:
     """Issue 40: a scrape that fails, an agent that stops writing, a tenant whose HAMi is not
-    scraped, samples the central server refused, rules that fail: each fires its alert for
-    the tenant concerned, and a healthy tenant fires none."""
+    scraped, a dra tenant whose claims exporter is not scraped, samples the central server
+    refused, rules that fail: each fires its alert for the tenant concerned, and a healthy
+    tenant (hami or dra) fires none."""
     result = _promtool(_alert_file(tmp_path, rules.rule_groups()))
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -479,7 +513,7 @@ def test_the_central_configuration_with_alertmanagers_passes_promtools_check(
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"SUCCESS: {17 + len(backup_alerts.ALERTS)} rules found" in result.stdout
+    assert f"SUCCESS: {18 + len(backup_alerts.ALERTS)} rules found" in result.stdout
 
 
 # ------------------------------------------- the error bounds of a bill (docs/metrics.md)
