@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "32625c493aeda99eeaf5b2b1f2c9061108cc0cf0"
+BASELINE = "5612d3a782ea2169be43a6cd9131b8b28907b021"
 
 
 def _has_commit(commit: str) -> bool:
