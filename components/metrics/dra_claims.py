@@ -43,9 +43,15 @@ resourceclaim controller does once no pod uses it, and deletes a claim it genera
 that is gone (kubernetes v1.35.0 pkg/controller/resourceclaim/controller.go:860-930): so an
 allocated claim is a held card, billed like HAMi's grant to a bound pod.
 
-Standard library only: the file is also the container's program (``main``), shipped in a
-ConfigMap and run by a pinned Python image inside the tenant, where it lists both kinds through
-the API server with its ServiceAccount on each scrape. ``render`` is pure and unit-tested.
+Standard library only: the file is also the container's program (``main``), run by a pinned
+Python image inside the tenant, where it lists both kinds through the API server with its
+ServiceAccount when scraped. **Its memory stays bounded** (64Mi limit): each list is read
+``PAGE`` (500) items at a time with the ``continue`` token, and each page is cut to the fields
+``samples`` reads (``slim_claim``, ``slim_slice``: no managedFields) before the next is read.
+**Its time too**: both lists must finish within ``DEADLINE_SECONDS`` (8 s, under Prometheus'
+default 10 s scrape timeout, which the agent keeps), and scrapes that overlap or come within
+``FRESH_SECONDS`` of a listing share it (one listing in flight), so a slow API server never
+piles up threads. ``render`` is pure and unit-tested.
 """
 
 from __future__ import annotations
@@ -54,8 +60,11 @@ import json
 import os
 import re
 import ssl
+import threading
+import time
+import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -185,15 +194,77 @@ def render(
 # ----------------------------------------------------------------------------- the container
 
 
-def _list(api: str, path: str, token: str, context: ssl.SSLContext | None) -> list[dict[str, Any]]:
-    request = urllib.request.Request(api + path, headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(request, context=context, timeout=20) as answer:
-        return list(json.load(answer).get("items") or [])
-
-
 def drivers_of(text: str) -> tuple[str, ...]:
     """The billed drivers from ``DRA_CLAIMS_DRIVERS`` (comma-separated)."""
     return tuple(sorted({name.strip() for name in text.split(",") if name.strip()}))
+
+
+PAGE = 500  # items per list request
+DEADLINE_SECONDS = 8.0  # every page of both lists, within the agent's 10 s scrape timeout
+FRESH_SECONDS = 5.0  # scrapes within this share one listing (and one outcome)
+
+
+def slim_claim(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a ResourceClaim ``samples`` reads, nothing else (no managedFields, specs)."""
+    meta = item.get("metadata") or {}
+    status = item.get("status") or {}
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+    return {
+        "metadata": {"namespace": meta.get("namespace") or "", "name": meta.get("name") or ""},
+        "status": {
+            "allocation": {"devices": {"results": [dict(r) for r in results]}},
+            "reservedFor": [
+                {"resource": r.get("resource"), "name": r.get("name")}
+                for r in status.get("reservedFor") or []
+            ],
+        },
+    }
+
+
+def slim_slice(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a ResourceSlice ``samples`` reads: driver, pool and devices' capacities."""
+    spec = item.get("spec") or {}
+    return {
+        "spec": {
+            "driver": spec.get("driver") or "",
+            "pool": {"name": (spec.get("pool") or {}).get("name") or ""},
+            "devices": [
+                {"name": d.get("name") or "", "capacity": d.get("capacity") or {}}
+                for d in spec.get("devices") or []
+            ],
+        }
+    }
+
+
+def _list(
+    api: str,
+    path: str,
+    token: str,
+    context: ssl.SSLContext | None,
+    slim: Callable[[Mapping[str, Any]], dict[str, Any]],
+    deadline: float,
+) -> list[dict[str, Any]]:
+    """Every item at ``path``, ``PAGE`` at a time (``limit`` and the ``continue`` token of the
+    answer's ListMeta: k8s.io/apimachinery v0.35.0 pkg/apis/meta/v1/types.go:82, 391, 406),
+    each page cut to what ``slim`` keeps before the next is read; past ``deadline``
+    (``time.monotonic``) it raises. An expired token (410) fails the list: never a partial
+    one."""
+    items: list[dict[str, Any]] = []
+    token_continue = ""
+    while True:
+        query = {"limit": str(PAGE), **({"continue": token_continue} if token_continue else {})}
+        url = f"{api}{path}?{urllib.parse.urlencode(query)}"
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"listing {path} took longer than {DEADLINE_SECONDS} s")
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, context=context, timeout=remaining) as answer:
+            page = json.load(answer)
+        items += [slim(item) for item in page.get("items") or []]
+        token_continue = str((page.get("metadata") or {}).get("continue") or "")
+        del page
+        if not token_continue:
+            return items
 
 
 def server(
@@ -202,11 +273,37 @@ def server(
     context: ssl.SSLContext | None,
     port: int,
     drivers: Iterable[str],
+    fresh_seconds: float = FRESH_SECONDS,
 ) -> ThreadingHTTPServer:
-    """The ``/metrics`` server: on every scrape it lists claims and slices at ``api`` with the
-    token in ``account`` (read each time: the kubelet rotates it) and bills the devices of
-    ``drivers``; a failed list answers 503, never a partial page."""
+    """The ``/metrics`` server: a scrape lists claims and slices at ``api`` with the token in
+    ``account`` (read each time: the kubelet rotates it) and bills the devices of ``drivers``;
+    a failed list answers 503, never a partial page. Concurrent scrapes, and any within
+    ``fresh_seconds`` of a listing, share its outcome: one listing in flight at a time."""
     billed = tuple(drivers)
+    lock = threading.Lock()
+    last: list[tuple[float, bytes | Exception]] = []  # the latest (when, page or failure)
+
+    def page() -> bytes:
+        with lock:
+            now = time.monotonic()
+            if not last or now - last[0][0] >= fresh_seconds:
+                outcome: bytes | Exception
+                try:
+                    with open(f"{account}/token", encoding="utf-8") as handle:
+                        token = handle.read().strip()
+                    deadline = now + DEADLINE_SECONDS
+                    outcome = render(
+                        _list(api, CLAIMS_PATH, token, context, slim_claim, deadline),
+                        _list(api, SLICES_PATH, token, context, slim_slice, deadline),
+                        billed,
+                    ).encode()
+                except Exception as exc:
+                    outcome = exc
+                last[:] = [(time.monotonic(), outcome)]
+            result = last[0][1]
+        if isinstance(result, Exception):
+            raise result
+        return result
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -214,13 +311,7 @@ def server(
                 self.send_error(404)
                 return
             try:
-                with open(f"{account}/token", encoding="utf-8") as handle:
-                    token = handle.read().strip()
-                body = render(
-                    _list(api, CLAIMS_PATH, token, context),
-                    _list(api, SLICES_PATH, token, context),
-                    billed,
-                ).encode()
+                body = page()
             except Exception as exc:
                 self.send_error(503, f"listing ResourceClaims failed: {type(exc).__name__}")
                 return

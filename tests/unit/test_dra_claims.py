@@ -177,61 +177,198 @@ def test_the_exporters_objects_are_valid_and_may_only_list_claims_and_slices() -
     assert objects.requests_of(manifests) == (10, 32 * 2**20)
 
 
-def test_the_server_lists_with_the_token_on_every_scrape_and_refuses_a_partial_page(
+class _FakeApi:
+    """A fake API server (plain HTTP here; in the pod it is the API server over TLS with the
+    ServiceAccount's CA) answering LISTs in pages as kube-apiserver does: ``limit`` items, and
+    ``metadata.continue`` while more remain (k8s.io/apimachinery v0.35.0
+    pkg/apis/meta/v1/types.go:82, 391, 406); a token it no longer knows answers 410."""
+
+    def __init__(self, answers: dict[str, list[dict[str, Any]]]) -> None:
+        import http.server
+        import json
+        import time
+        import urllib.parse
+
+        self.answers = answers
+        self.seen: list[tuple[str, dict[str, str], str]] = []
+        self.expired: set[str] = set()
+        self.delay = 0.0
+        fake = self
+
+        class Api(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parsed = urllib.parse.urlsplit(self.path)
+                query = dict(urllib.parse.parse_qsl(parsed.query))
+                fake.seen.append((parsed.path, query, self.headers.get("Authorization", "")))
+                if parsed.path not in fake.answers:
+                    self.send_error(403)
+                    return
+                time.sleep(fake.delay)
+                if query.get("continue", "") in fake.expired:
+                    self.send_error(410)
+                    return
+                items = fake.answers[parsed.path]
+                start = int(query.get("continue") or 0)
+                end = start + int(query.get("limit") or len(items))
+                meta = {"continue": str(end)} if end < len(items) else {}
+                body = json.dumps({"metadata": meta, "items": items[start:end]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+
+def _serving(*servers: Any) -> Any:
+    import contextlib
+    import threading
+
+    @contextlib.contextmanager
+    def running() -> Any:
+        threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
+        for thread in threads:
+            thread.start()
+        try:
+            yield
+        finally:
+            for s in servers:
+                s.shutdown()
+                s.server_close()
+
+    return running()
+
+
+def _claims(sample: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    """``count`` claims like the sample, each with the managedFields a real LIST carries."""
+    claims = []
+    for index in range(count):
+        claim = copy.deepcopy(sample["claim"])
+        claim["metadata"]["name"] = f"claim-{index}"
+        claim["metadata"]["managedFields"] = [{"manager": "kube-scheduler", "fieldsV1": {}}]
+        claims.append(claim)
+    return claims
+
+
+def test_the_slimmed_objects_render_the_same_page(sample: dict[str, Any]) -> None:
+    claims = _claims(sample, 2)
+    slim = [dra_claims.slim_claim(c) for c in claims]
+    slices = [dra_claims.slim_slice(s) for s in sample["slices"]]
+    assert "managedFields" not in slim[0]["metadata"]
+    assert dra_claims.render(slim, slices, DRIVERS) == dra_claims.render(
+        claims, sample["slices"], DRIVERS
+    )
+
+
+def test_the_server_lists_page_by_page_with_the_token(
     sample: dict[str, Any], tmp_path: Path
 ) -> None:
-    """The container's own path, against a fake API server (plain HTTP here; in the pod it is
-    the API server over TLS with the ServiceAccount's CA): the token is sent, both kinds are
-    listed, and a failing list answers 503 rather than a page without the claims."""
-    import http.server
-    import json
+    """The container's own path: 1,201 claims come in three pages of 500 (the ``continue``
+    token followed), the slices in one, each request with the ServiceAccount's token; the page
+    is the whole of both lists."""
+    import urllib.request
+
+    claims = _claims(sample, 1201)
+    api = _FakeApi({dra_claims.CLAIMS_PATH: claims, dra_claims.SLICES_PATH: sample["slices"]})
+    (tmp_path / "token").write_text("t0ken\n")
+    exporter = dra_claims.server(api.url, str(tmp_path), None, 0, DRIVERS)
+    with _serving(api.server, exporter):
+        url = f"http://127.0.0.1:{exporter.server_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            page = answer.read().decode()
+    assert page == dra_claims.render(claims, sample["slices"], DRIVERS)
+    assert len(parse_exposition(page)) == 2 * 1201
+    assert api.seen == [
+        (dra_claims.CLAIMS_PATH, {"limit": "500"}, "Bearer t0ken"),
+        (dra_claims.CLAIMS_PATH, {"limit": "500", "continue": "500"}, "Bearer t0ken"),
+        (dra_claims.CLAIMS_PATH, {"limit": "500", "continue": "1000"}, "Bearer t0ken"),
+        (dra_claims.SLICES_PATH, {"limit": "500"}, "Bearer t0ken"),
+    ]
+
+
+def test_overlapping_scrapes_share_one_listing(sample: dict[str, Any], tmp_path: Path) -> None:
+    """Scrapes that overlap, or come within the freshness window, share one listing: the API
+    server is listed once for five scrapes, and each gets the same page."""
     import threading
+    import urllib.request
+
+    api = _FakeApi(
+        {dra_claims.CLAIMS_PATH: [sample["claim"]], dra_claims.SLICES_PATH: sample["slices"]}
+    )
+    (tmp_path / "token").write_text("t0ken\n")
+    exporter = dra_claims.server(api.url, str(tmp_path), None, 0, DRIVERS, fresh_seconds=60)
+    pages: list[str] = []
+
+    def scrape() -> None:
+        url = f"http://127.0.0.1:{exporter.server_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            pages.append(answer.read().decode())
+
+    with _serving(api.server, exporter):
+        scrapers = [threading.Thread(target=scrape) for _ in range(4)]
+        for thread in scrapers:
+            thread.start()
+        for thread in scrapers:
+            thread.join()
+        scrape()
+    assert [path for path, _, _ in api.seen] == [dra_claims.CLAIMS_PATH, dra_claims.SLICES_PATH]
+    assert pages == [dra_claims.render([sample["claim"]], sample["slices"], DRIVERS)] * 5
+
+
+def test_a_failed_or_expired_list_answers_503_never_a_partial_page(
+    sample: dict[str, Any], tmp_path: Path
+) -> None:
+    """A list refused, or a continue token expired mid-list (410), answers 503: no page
+    without the claims, none with only their first pages."""
     import urllib.error
     import urllib.request
 
-    seen: list[tuple[str, str]] = []
-    answers = {
-        dra_claims.CLAIMS_PATH: {"items": [sample["claim"]]},
-        dra_claims.SLICES_PATH: {"items": sample["slices"]},
-    }
-
-    class Api(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append((self.path, self.headers.get("Authorization", "")))
-            if self.path not in answers:
-                self.send_error(403)
-                return
-            body = json.dumps(answers[self.path]).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    api = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    api = _FakeApi({dra_claims.CLAIMS_PATH: _claims(sample, 600), dra_claims.SLICES_PATH: []})
     (tmp_path / "token").write_text("t0ken\n")
-    exporter = dra_claims.server(
-        f"http://127.0.0.1:{api.server_port}", str(tmp_path), None, 0, DRIVERS
-    )
-    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (api, exporter)]
-    for thread in threads:
-        thread.start()
+    exporter = dra_claims.server(api.url, str(tmp_path), None, 0, DRIVERS, fresh_seconds=0)
     url = f"http://127.0.0.1:{exporter.server_port}/metrics"
-    try:
+    with _serving(api.server, exporter):
         with urllib.request.urlopen(url, timeout=10) as answer:
-            page = answer.read().decode()
-        assert page == dra_claims.render([sample["claim"]], sample["slices"], DRIVERS)
-        assert seen == [
-            (dra_claims.CLAIMS_PATH, "Bearer t0ken"),
-            (dra_claims.SLICES_PATH, "Bearer t0ken"),
-        ]
-        del answers[dra_claims.SLICES_PATH]
+            assert answer.status == 200
+        api.expired.add("500")
+        with pytest.raises(urllib.error.HTTPError) as expired:
+            urllib.request.urlopen(url, timeout=10)
+        assert expired.value.code == 503
+        api.expired.clear()
+        del api.answers[dra_claims.SLICES_PATH]
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(url, timeout=10)
         assert refused.value.code == 503
-    finally:
-        for s in (api, exporter):
-            s.shutdown()
-            s.server_close()
+
+
+def test_a_list_slower_than_the_deadline_answers_503_in_time(
+    sample: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both lists must end within the deadline (8 s, under the 10 s scrape timeout; 0.3 s
+    here): an API server answering each page in 0.2 s fails a three-page listing with 503 by
+    then, rather than a thread that outlives the scrape."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    monkeypatch.setattr(dra_claims, "DEADLINE_SECONDS", 0.3)
+    api = _FakeApi({dra_claims.CLAIMS_PATH: _claims(sample, 1201), dra_claims.SLICES_PATH: []})
+    api.delay = 0.2
+    (tmp_path / "token").write_text("t0ken\n")
+    exporter = dra_claims.server(api.url, str(tmp_path), None, 0, DRIVERS, fresh_seconds=0)
+    url = f"http://127.0.0.1:{exporter.server_port}/metrics"
+    with _serving(api.server, exporter):
+        began = time.monotonic()
+        with pytest.raises(urllib.error.HTTPError) as late:
+            urllib.request.urlopen(url, timeout=10)
+        took = time.monotonic() - began
+    assert late.value.code == 503
+    assert took < 1.5, took  # never the whole listing (>= 0.6 s)
+    assert len(api.seen) <= 2  # no third page was asked for
