@@ -28,15 +28,20 @@ resource/v1/types.go:1626-1636; the DRAAdminAccess gate is on by default from v1
 v1.35.0 pkg/features/kube_features.go:1227-1230). The acceptance suite's TC-18 reference
 (tests/acceptance/dra_evidence.py ``dra_granted``) counts the same way.
 
-**What it writes**, per billed device of a claim (labels ``namespace``, ``claim``, ``pod``
-(the pods it is reserved for, comma-separated), ``driver``, ``pool``, ``device``):
+**What it writes**, per billed device (or share of one) of a claim (labels ``namespace``,
+``claim``, ``pod`` (the pods it is reserved for, comma-separated), ``driver``, ``pool``,
+``device``, ``share``: the result's ``shareID``, empty for a whole device; with
+``DRAConsumableCapacity`` one claim may hold two shares of one device, told apart by it:
+resource/v1/types.go:1678-1686):
 
 * ``gpu_platform_dra_device_allocated_cards``: the share of the device the claim holds, 1 for a
   whole device (every DRA allocation at v1.35 with its default gates); with
   ``DRAConsumableCapacity`` a result's ``consumedCapacity.compute`` over the device's
   ``compute`` capacity (the share, as HAMi's ``gpucores`` / 100);
 * ``gpu_platform_dra_device_memory_allocated_bytes``: ``consumedCapacity.memory`` when present,
-  else the device's whole ``memory`` capacity (none when the device publishes no ``memory``).
+  else, for a whole device (no ``shareID``), the device's whole ``memory`` capacity (none when
+  the device publishes no ``memory``). A share without a memory amount writes no memory:
+  billing each of N sharers the whole memory would bill it N times.
 
 A claim the scheduler allocated holds its devices until it is deallocated, which the
 resourceclaim controller does once no pod uses it, and deletes a claim it generated for a pod
@@ -70,7 +75,7 @@ from typing import Any
 
 CARDS = "gpu_platform_dra_device_allocated_cards"
 MEMORY = "gpu_platform_dra_device_memory_allocated_bytes"
-LABELS = ("namespace", "claim", "pod", "driver", "pool", "device")
+LABELS = ("namespace", "claim", "pod", "driver", "pool", "device", "share")
 PORT = 9102
 CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
@@ -156,7 +161,8 @@ def samples(
             key = (str(result.get("driver", "")), str(result.get("pool", "")))
             key3 = (*key, str(result.get("device", "")))
             names = (str(meta.get("namespace", "")), str(meta.get("name", "")), ",".join(pods))
-            labels = dict(zip(LABELS, (*names, *key3), strict=True))
+            share_id = str(result.get("shareID") or "")
+            labels = dict(zip(LABELS, (*names, *key3, share_id), strict=True))
             capacity = capacities.get(key3, {})
             consumed = result.get("consumedCapacity") or {}
             share = 1.0
@@ -167,7 +173,7 @@ def samples(
                     share = used / whole
             out.append((CARDS, labels, share))
             memory = quantity(consumed["memory"]) if "memory" in consumed else None
-            if memory is None:
+            if memory is None and not share_id:
                 memory = _capacity(capacity, "memory")
             if memory is not None:
                 out.append((MEMORY, labels, memory))

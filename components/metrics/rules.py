@@ -50,10 +50,11 @@ CARDS_SHARED = "tenant:gpu_cards_shared:count"
 CONTAINER_GRANT = ("tenant", "namespace", "pod", "container_index", "device_uuid")
 CONTAINER_USE = ("tenant", "namespace", "pod", "container", "vdevice_index", "device_uuid")
 CARD = ("tenant", "node", "device_uuid")
-# A DRA device a claim holds (components.metrics.dra_claims): one sample per claim and device,
-# whichever exporter pod wrote it (two during a rollout), without its ``pod`` list, which changes
-# as the claim's reservations do.
-DRA_GRANT = ("tenant", "namespace", "claim", "driver", "pool", "device")
+# A DRA device a claim holds (components.metrics.dra_claims): one sample per claim, device and
+# share (two shares of one device in one claim are two grants; ``share`` is empty for a whole
+# device), whichever exporter pod wrote it (two during a rollout), without its ``pod`` list,
+# which changes as the claim's reservations do.
+DRA_GRANT = ("tenant", "namespace", "claim", "driver", "pool", "device", "share")
 QUOTA = ("tenant", "namespace", "quota_name")
 
 

@@ -42,6 +42,7 @@ def test_a_whole_card_claim_writes_one_card_and_its_memory(sample: dict[str, Any
         "driver": "gpu.example.com",
         "pool": "tenant-a-a100-0",
         "device": "gpu-0",
+        "share": "",
     }
     assert page == {
         (dra_claims.CARDS, "gpu-0", "dra-whole-gpu-5xk8d"): (labels, 1.0),
@@ -94,6 +95,33 @@ def test_a_consumed_share_is_billed_as_its_fraction(sample: dict[str, Any]) -> N
     page = _page([claim], sample["slices"])
     assert page[(dra_claims.CARDS, "gpu-0", "dra-whole-gpu-5xk8d")][1] == pytest.approx(0.3)
     assert page[(dra_claims.MEMORY, "gpu-0", "dra-whole-gpu-5xk8d")][1] == 20000 * 1024**2
+
+
+def test_two_shares_of_one_device_are_two_series_and_bill_no_whole_memory(
+    sample: dict[str, Any],
+) -> None:
+    """With DRAConsumableCapacity a claim may hold two shares of one device, told apart by
+    their shareID (k8s.io/api v0.35.0 resource/v1/types.go:1678-1686): each is its own series
+    (``share``), and a share without a memory amount bills no memory (the device's whole
+    memory for each of N sharers would bill it N times); a whole device still falls back."""
+    claim = copy.deepcopy(sample["claim"])
+    results = claim["status"]["allocation"]["devices"]["results"]
+    gpu = results[0]
+    results[:] = [
+        {**gpu, "shareID": "uid-1", "consumedCapacity": {"compute": "25"}},
+        {**gpu, "shareID": "uid-2", "consumedCapacity": {"compute": "25", "memory": "10Gi"}},
+    ]
+    rows = [
+        (name, labels["share"], value)
+        for name, labels, value in dra_claims.samples([claim], sample["slices"], DRIVERS)
+    ]
+    assert sorted(rows) == [
+        (dra_claims.CARDS, "uid-1", 0.25),
+        (dra_claims.CARDS, "uid-2", 0.25),
+        (dra_claims.MEMORY, "uid-2", float(10 * 2**30)),
+    ]
+    page = dra_claims.render([claim], sample["slices"], DRIVERS)
+    assert len(parse_exposition(page)) == 3  # no two samples with the same labels
 
 
 def test_a_device_without_a_slice_is_still_one_card_without_memory(sample: dict[str, Any]) -> None:

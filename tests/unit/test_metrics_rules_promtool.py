@@ -662,6 +662,22 @@ def test_a_dra_share_bills_its_fraction(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_two_shares_of_one_device_in_one_claim_are_both_billed(tmp_path: Path) -> None:
+    """With DRAConsumableCapacity one claim may hold two shares of one device (k8s.io/api
+    v0.35.0 resource/v1/types.go:1678-1686): the exporter tells them apart by ``share`` (their
+    shareID), and the dedupe keeps it, so 0.25 + 0.25 bills 0.5 (not 0.25, one of them lost),
+    and two exporter pods writing both still bill them once."""
+    shares = [
+        DRA_CLAIM.replace('device="gpu-0"', f'device="gpu-0",share="{uid}"')
+        for uid in ("0f8e1c2a-1111-4a4a-9b9b-000000000001", "0f8e1c2a-2222-4a4a-9b9b-000000000002")
+    ]
+    second_pod = [s.replace("5d8f9-abcde", "5d8f9-fghij") for s in shares]
+    extra = tuple(item for labels in (*shares, *second_pod) for item in _dra_series(labels, 0.25))
+    path = _test_file(tmp_path, rules.rule_groups(), _dra_tests(0.5), extra)
+    result = _promtool(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_the_rules_of_before_did_not_bill_a_dra_claim(tmp_path: Path) -> None:
     """The check can fail: HAMi's rules alone (as they were) leave tenant-c out."""
     groups = rules.rule_groups()
