@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "5612d3a782ea2169be43a6cd9131b8b28907b021"
+BASELINE = "235b0d58c69ce312615d95937729af989e3084f7"
 
 
 def _has_commit(commit: str) -> bool:
