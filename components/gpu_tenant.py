@@ -715,11 +715,14 @@ class GpuTenant(pulumi.ComponentResource):
                 management_after=[namespace],
             )
 
-        if self._tenant.gpu_sharing == "dra":
-            # Which DRA device each claim holds: the dra path's chargeback source.
+        if self._dra is not None:  # a dra tenant (``_inside_tenant`` asked the substrate)
+            # Which DRA device each claim holds: the dra path's chargeback source, billing the
+            # tenant's GPU driver only (the substrate's answer: another driver's devices in the
+            # tenant are not GPU cards).
             metrics.register_dra_claims(
                 self._name,
                 HAMI_NAMESPACE,
+                (self._dra.driver,),
                 self._in_tenant,
                 after=[self._namespaces[HAMI_NAMESPACE]],
             )

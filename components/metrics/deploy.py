@@ -79,12 +79,17 @@ DRA_CLAIMS_PARTS = tuple(
 
 
 def register_dra_claims(
-    name: str, namespace: str, in_tenant: Opts, after: Sequence[pulumi.Resource]
+    name: str,
+    namespace: str,
+    drivers: Sequence[str],
+    in_tenant: Opts,
+    after: Sequence[pulumi.Resource],
 ) -> list[pulumi.Resource]:
-    """A ``dra`` tenant's claims exporter (``objects.dra_claims_exporter``), inside it."""
+    """A ``dra`` tenant's claims exporter (``objects.dra_claims_exporter``), inside it, billing
+    the devices of ``drivers`` (the tenant's GPU driver)."""
     registered: list[pulumi.Resource] = []
     for part, manifest in zip(
-        DRA_CLAIMS_PARTS, objects.dra_claims_exporter(namespace), strict=True
+        DRA_CLAIMS_PARTS, objects.dra_claims_exporter(namespace, drivers), strict=True
     ):
         registered.append(
             typed_object(f"{name}-{part}", manifest, in_tenant(depends_on=[*after, *registered]))

@@ -18,24 +18,45 @@ kubernetes v1.35.0 pkg/kubelet/metrics/metrics.go:1081-1086) nor dra-example-dri
 :1563, 1585-1699) and ``status.reservedFor[]`` (:1475, 1509-1530), and every ResourceSlice's
 ``spec.driver``, ``spec.pool.name``, ``spec.devices[].capacity`` (:113, 160, 309, 455-470).
 
-**What it writes**, per allocated device of a claim (labels ``namespace``, ``claim``, ``pod``
-(the pods it is reserved for, comma-separated), ``driver``, ``pool``, ``device``):
+**What it bills**: only the results of the tenant's GPU driver(s), which the program passes in
+``DRA_CLAIMS_DRIVERS`` (comma-separated; the substrate's ``dra_driver(...).driver``:
+dra-example-driver's ``gpu.example.com`` in the lab, NVIDIA's ``gpu.nvidia.com`` in prod): a
+device of another driver in the tenant (NVIDIA's ``compute-domain.nvidia.com``, a NIC) is not a
+GPU card. A result with ``adminAccess: true`` is skipped: admin access reaches a device without
+taking it, and another claim may hold the same device (k8s.io/api v0.35.0
+resource/v1/types.go:1626-1636; the DRAAdminAccess gate is on by default from v1.34, kubernetes
+v1.35.0 pkg/features/kube_features.go:1227-1230). The acceptance suite's TC-18 reference
+(tests/acceptance/dra_evidence.py ``dra_granted``) counts the same way.
+
+**What it writes**, per billed device (or share of one) of a claim (labels ``namespace``,
+``claim``, ``pod`` (the pods it is reserved for, comma-separated), ``driver``, ``pool``,
+``device``, ``share``: the result's ``shareID``, empty for a whole device; with
+``DRAConsumableCapacity`` one claim may hold two shares of one device, told apart by it:
+resource/v1/types.go:1678-1686):
 
 * ``gpu_platform_dra_device_allocated_cards``: the share of the device the claim holds, 1 for a
   whole device (every DRA allocation at v1.35 with its default gates); with
   ``DRAConsumableCapacity`` a result's ``consumedCapacity.compute`` over the device's
   ``compute`` capacity (the share, as HAMi's ``gpucores`` / 100);
 * ``gpu_platform_dra_device_memory_allocated_bytes``: ``consumedCapacity.memory`` when present,
-  else the device's whole ``memory`` capacity (none when the device publishes no ``memory``).
+  else, for a whole device (no ``shareID``), the device's whole ``memory`` capacity (none when
+  the device publishes no ``memory``). A share without a memory amount writes no memory:
+  billing each of N sharers the whole memory would bill it N times.
 
 A claim the scheduler allocated holds its devices until it is deallocated, which the
 resourceclaim controller does once no pod uses it, and deletes a claim it generated for a pod
 that is gone (kubernetes v1.35.0 pkg/controller/resourceclaim/controller.go:860-930): so an
 allocated claim is a held card, billed like HAMi's grant to a bound pod.
 
-Standard library only: the file is also the container's program (``main``), shipped in a
-ConfigMap and run by a pinned Python image inside the tenant, where it lists both kinds through
-the API server with its ServiceAccount on each scrape. ``render`` is pure and unit-tested.
+Standard library only: the file is also the container's program (``main``), run by a pinned
+Python image inside the tenant, where it lists both kinds through the API server with its
+ServiceAccount when scraped. **Its memory stays bounded** (64Mi limit): each list is read
+``PAGE`` (500) items at a time with the ``continue`` token, and each page is cut to the fields
+``samples`` reads (``slim_claim``, ``slim_slice``: no managedFields) before the next is read.
+**Its time too**: both lists must finish within ``DEADLINE_SECONDS`` (8 s, under Prometheus'
+default 10 s scrape timeout, which the agent keeps), and scrapes that overlap or come within
+``FRESH_SECONDS`` of a listing share it (one listing in flight), so a slow API server never
+piles up threads. ``render`` is pure and unit-tested.
 """
 
 from __future__ import annotations
@@ -44,14 +65,17 @@ import json
 import os
 import re
 import ssl
+import threading
+import time
+import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CARDS = "gpu_platform_dra_device_allocated_cards"
 MEMORY = "gpu_platform_dra_device_memory_allocated_bytes"
-LABELS = ("namespace", "claim", "pod", "driver", "pool", "device")
+LABELS = ("namespace", "claim", "pod", "driver", "pool", "device", "share")
 PORT = 9102
 CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
@@ -113,9 +137,13 @@ def _escape(value: str) -> str:
 
 
 def samples(
-    claims: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]]
+    claims: Iterable[Mapping[str, Any]],
+    slices: Iterable[Mapping[str, Any]],
+    drivers: Iterable[str],
 ) -> list[tuple[str, dict[str, str], float]]:
-    """``(series, labels, value)`` for every device every claim holds (pure)."""
+    """``(series, labels, value)`` for every device of ``drivers`` every claim holds, admin
+    access left out (pure)."""
+    billed = frozenset(drivers)
     capacities = _capacities(slices)
     out: list[tuple[str, dict[str, str], float]] = []
     for claim in claims:
@@ -128,10 +156,13 @@ def samples(
             if r.get("resource") == "pods"
         )
         for result in results:
+            if result.get("driver") not in billed or result.get("adminAccess") is True:
+                continue
             key = (str(result.get("driver", "")), str(result.get("pool", "")))
             key3 = (*key, str(result.get("device", "")))
             names = (str(meta.get("namespace", "")), str(meta.get("name", "")), ",".join(pods))
-            labels = dict(zip(LABELS, (*names, *key3), strict=True))
+            share_id = str(result.get("shareID") or "")
+            labels = dict(zip(LABELS, (*names, *key3, share_id), strict=True))
             capacity = capacities.get(key3, {})
             consumed = result.get("consumedCapacity") or {}
             share = 1.0
@@ -142,16 +173,20 @@ def samples(
                     share = used / whole
             out.append((CARDS, labels, share))
             memory = quantity(consumed["memory"]) if "memory" in consumed else None
-            if memory is None:
+            if memory is None and not share_id:
                 memory = _capacity(capacity, "memory")
             if memory is not None:
                 out.append((MEMORY, labels, memory))
     return out
 
 
-def render(claims: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]]) -> str:
+def render(
+    claims: Iterable[Mapping[str, Any]],
+    slices: Iterable[Mapping[str, Any]],
+    drivers: Iterable[str],
+) -> str:
     """The Prometheus text exposition (format 0.0.4) of ``samples``."""
-    rows = samples(claims, slices)
+    rows = samples(claims, slices, drivers)
     lines: list[str] = []
     for name in (CARDS, MEMORY):
         lines += [f"# HELP {name} {_HELP[name]}", f"# TYPE {name} gauge"]
@@ -165,18 +200,116 @@ def render(claims: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, An
 # ----------------------------------------------------------------------------- the container
 
 
-def _list(api: str, path: str, token: str, context: ssl.SSLContext | None) -> list[dict[str, Any]]:
-    request = urllib.request.Request(api + path, headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(request, context=context, timeout=20) as answer:
-        return list(json.load(answer).get("items") or [])
+def drivers_of(text: str) -> tuple[str, ...]:
+    """The billed drivers from ``DRA_CLAIMS_DRIVERS`` (comma-separated)."""
+    return tuple(sorted({name.strip() for name in text.split(",") if name.strip()}))
+
+
+PAGE = 500  # items per list request
+DEADLINE_SECONDS = 8.0  # every page of both lists, within the agent's 10 s scrape timeout
+FRESH_SECONDS = 5.0  # scrapes within this share one listing (and one outcome)
+
+
+def slim_claim(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a ResourceClaim ``samples`` reads, nothing else (no managedFields, specs)."""
+    meta = item.get("metadata") or {}
+    status = item.get("status") or {}
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+    return {
+        "metadata": {"namespace": meta.get("namespace") or "", "name": meta.get("name") or ""},
+        "status": {
+            "allocation": {"devices": {"results": [dict(r) for r in results]}},
+            "reservedFor": [
+                {"resource": r.get("resource"), "name": r.get("name")}
+                for r in status.get("reservedFor") or []
+            ],
+        },
+    }
+
+
+def slim_slice(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a ResourceSlice ``samples`` reads: driver, pool and devices' capacities."""
+    spec = item.get("spec") or {}
+    return {
+        "spec": {
+            "driver": spec.get("driver") or "",
+            "pool": {"name": (spec.get("pool") or {}).get("name") or ""},
+            "devices": [
+                {"name": d.get("name") or "", "capacity": d.get("capacity") or {}}
+                for d in spec.get("devices") or []
+            ],
+        }
+    }
+
+
+def _list(
+    api: str,
+    path: str,
+    token: str,
+    context: ssl.SSLContext | None,
+    slim: Callable[[Mapping[str, Any]], dict[str, Any]],
+    deadline: float,
+) -> list[dict[str, Any]]:
+    """Every item at ``path``, ``PAGE`` at a time (``limit`` and the ``continue`` token of the
+    answer's ListMeta: k8s.io/apimachinery v0.35.0 pkg/apis/meta/v1/types.go:82, 391, 406),
+    each page cut to what ``slim`` keeps before the next is read; past ``deadline``
+    (``time.monotonic``) it raises. An expired token (410) fails the list: never a partial
+    one."""
+    items: list[dict[str, Any]] = []
+    token_continue = ""
+    while True:
+        query = {"limit": str(PAGE), **({"continue": token_continue} if token_continue else {})}
+        url = f"{api}{path}?{urllib.parse.urlencode(query)}"
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"listing {path} took longer than {DEADLINE_SECONDS} s")
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, context=context, timeout=remaining) as answer:
+            page = json.load(answer)
+        items += [slim(item) for item in page.get("items") or []]
+        token_continue = str((page.get("metadata") or {}).get("continue") or "")
+        del page
+        if not token_continue:
+            return items
 
 
 def server(
-    api: str, account: str, context: ssl.SSLContext | None, port: int
+    api: str,
+    account: str,
+    context: ssl.SSLContext | None,
+    port: int,
+    drivers: Iterable[str],
+    fresh_seconds: float = FRESH_SECONDS,
 ) -> ThreadingHTTPServer:
-    """The ``/metrics`` server: on every scrape it lists claims and slices at ``api`` with the
-    token in ``account`` (read each time: the kubelet rotates it); a failed list answers 503,
-    never a partial page."""
+    """The ``/metrics`` server: a scrape lists claims and slices at ``api`` with the token in
+    ``account`` (read each time: the kubelet rotates it) and bills the devices of ``drivers``;
+    a failed list answers 503, never a partial page. Concurrent scrapes, and any within
+    ``fresh_seconds`` of a listing, share its outcome: one listing in flight at a time."""
+    billed = tuple(drivers)
+    lock = threading.Lock()
+    last: list[tuple[float, bytes | Exception]] = []  # the latest (when, page or failure)
+
+    def page() -> bytes:
+        with lock:
+            now = time.monotonic()
+            if not last or now - last[0][0] >= fresh_seconds:
+                outcome: bytes | Exception
+                try:
+                    with open(f"{account}/token", encoding="utf-8") as handle:
+                        token = handle.read().strip()
+                    deadline = now + DEADLINE_SECONDS
+                    outcome = render(
+                        _list(api, CLAIMS_PATH, token, context, slim_claim, deadline),
+                        _list(api, SLICES_PATH, token, context, slim_slice, deadline),
+                        billed,
+                    ).encode()
+                except Exception as exc:
+                    outcome = exc
+                last[:] = [(time.monotonic(), outcome)]
+            result = last[0][1]
+        if isinstance(result, Exception):
+            raise result
+        return result
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -184,12 +317,7 @@ def server(
                 self.send_error(404)
                 return
             try:
-                with open(f"{account}/token", encoding="utf-8") as handle:
-                    token = handle.read().strip()
-                body = render(
-                    _list(api, CLAIMS_PATH, token, context),
-                    _list(api, SLICES_PATH, token, context),
-                ).encode()
+                body = page()
             except Exception as exc:
                 self.send_error(503, f"listing ResourceClaims failed: {type(exc).__name__}")
                 return
@@ -207,10 +335,12 @@ def server(
 
 def main() -> None:  # pragma: no cover - in the container: the API server the kubelet names
     """Serve ``/metrics`` on ``PORT`` with the pod's ServiceAccount, through the API server the
-    kubelet names to every pod (its CA from the ServiceAccount volume)."""
+    kubelet names to every pod (its CA from the ServiceAccount volume), billing the drivers the
+    program names in ``DRA_CLAIMS_DRIVERS``."""
+    drivers = drivers_of(os.environ["DRA_CLAIMS_DRIVERS"])
     api = f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}"
     context = ssl.create_default_context(cafile=f"{_SERVICE_ACCOUNT}/ca.crt")
-    server(api, _SERVICE_ACCOUNT, context, PORT).serve_forever()
+    server(api, _SERVICE_ACCOUNT, context, PORT, drivers).serve_forever()
 
 
 if __name__ == "__main__":  # pragma: no cover

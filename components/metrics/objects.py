@@ -700,11 +700,14 @@ DRA_CLAIMS_SCRIPT = Path(dra_claims.__file__).read_text()
 _NOBODY = 65534
 
 
-def dra_claims_exporter(namespace: str) -> list[dict[str, Any]]:
+def dra_claims_exporter(namespace: str, drivers: Sequence[str]) -> list[dict[str, Any]]:
     """Inside a ``gpuSharing: dra`` tenant: the claims exporter (``dra_claims``) with a
     ServiceAccount that may only list ResourceClaims and ResourceSlices (resource.k8s.io), the
-    two kinds it reads; the tenant's agent scrapes it through the pod proxy
-    (``scrape.DRA_CLAIMS_SOURCE``)."""
+    two kinds it reads, billing only the devices of ``drivers`` (the tenant's GPU driver, the
+    substrate's ``dra_driver(...).driver``, in ``DRA_CLAIMS_DRIVERS``); the tenant's agent
+    scrapes it through the pod proxy (``scrape.DRA_CLAIMS_SOURCE``)."""
+    if not drivers:
+        raise ValueError("the DRA claims exporter needs the tenant's GPU driver(s) to bill")
     account = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
@@ -737,6 +740,7 @@ def dra_claims_exporter(namespace: str) -> list[dict[str, Any]]:
         "name": "exporter",
         "image": PINNED.completer_image,
         "command": ["python3", "-c", DRA_CLAIMS_SCRIPT],
+        "env": [{"name": "DRA_CLAIMS_DRIVERS", "value": ",".join(sorted(set(drivers)))}],
         "ports": [{"name": "metrics", "containerPort": dra_claims.PORT}],
         "readinessProbe": {"tcpSocket": {"port": dra_claims.PORT}},
         "resources": DRA_CLAIMS_RESOURCES,

@@ -50,10 +50,11 @@ CARDS_SHARED = "tenant:gpu_cards_shared:count"
 CONTAINER_GRANT = ("tenant", "namespace", "pod", "container_index", "device_uuid")
 CONTAINER_USE = ("tenant", "namespace", "pod", "container", "vdevice_index", "device_uuid")
 CARD = ("tenant", "node", "device_uuid")
-# A DRA device a claim holds (components.metrics.dra_claims): one sample per claim and device,
-# whichever exporter pod wrote it (two during a rollout), without its ``pod`` list, which changes
-# as the claim's reservations do.
-DRA_GRANT = ("tenant", "namespace", "claim", "driver", "pool", "device")
+# A DRA device a claim holds (components.metrics.dra_claims): one sample per claim, device and
+# share (two shares of one device in one claim are two grants; ``share`` is empty for a whole
+# device), whichever exporter pod wrote it (two during a rollout), without its ``pod`` list,
+# which changes as the claim's reservations do.
+DRA_GRANT = ("tenant", "namespace", "claim", "driver", "pool", "device", "share")
 QUOTA = ("tenant", "namespace", "quota_name")
 
 
@@ -180,6 +181,18 @@ ALERTS: tuple[Alert, ...] = (
         "10m",
         "{{ $labels.tenant }}: its agent runs but scrapes no HAMi scheduler (HAMi down, or "
         "not discoverable): the tenant's GPU grants are not billed",
+    ),
+    Alert(
+        # The dra path's GpuHamiSchedulerNotScraped: ``up`` exists only for a discovered
+        # Running pod (scrape.py keeps only those), so an exporter Pending or deleted is no
+        # ``up == 0`` and GpuMetricsTargetDown stays silent. Only a dra tenant's agent carries
+        # gpu_sharing="dra" (scrape.agent_config).
+        "GpuDraClaimsNotScraped",
+        'group by (tenant) (up{job="gpu-metrics-agent",gpu_sharing="dra"}) unless '
+        'group by (tenant) (up{job="dra-claims"} == 1)',
+        "10m",
+        "{{ $labels.tenant }}: its agent runs but scrapes no DRA claims exporter (the "
+        "exporter is not running, or not discoverable): the tenant's DRA claims are not billed",
     ),
     Alert(
         "GpuMetricsSamplesDropped",

@@ -32,7 +32,7 @@ tenant), so ``tcp_name`` is copied into ``tenant``.
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ from components.metrics.series import (
     DRA_SERIES,
     MONITOR_SERIES,
     SCHEDULER_SERIES,
+    SHARING_LABEL,
     TENANT_LABEL,
     TRACED,
 )
@@ -164,8 +165,15 @@ def agent_config(
         "scrape_configs": [
             *(job(source) for source in sources),
             # Its own remote write: an ``up`` per tenant the central server sees as long as the
-            # agent runs and its writes arrive, and the samples the central server refused.
-            self_job(AGENT_JOB, ("prometheus_remote_storage_samples_failed_total",), tenant),
+            # agent runs and its writes arrive, and the samples the central server refused;
+            # a dra tenant's (one with the claims exporter's job) carries ``gpu_sharing="dra"``
+            # so GpuDraClaimsNotScraped knows whose exporter must be up (rules.py).
+            self_job(
+                AGENT_JOB,
+                ("prometheus_remote_storage_samples_failed_total",),
+                tenant,
+                extra_labels={SHARING_LABEL: "dra"} if DRA_CLAIMS_SOURCE in sources else {},
+            ),
         ],
         "remote_write": [
             {
@@ -181,11 +189,17 @@ def self_job(
     kept: Sequence[str],
     tenant: str | None = None,
     password_file: str | None = None,
+    extra_labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A Prometheus scraping its own /metrics, keeping only ``kept`` (its ``up`` is kept
     whatever the filter: scrape/scrape.go:721-735 at prometheus v3.5.0); with
-    ``password_file``, with its own listener's basic auth (``auth``)."""
-    labels = {"source": job, **({TENANT_LABEL: tenant} if tenant else {})}
+    ``password_file``, with its own listener's basic auth (``auth``); ``extra_labels`` on the
+    target (so on its ``up``)."""
+    labels = {
+        "source": job,
+        **({TENANT_LABEL: tenant} if tenant else {}),
+        **(extra_labels or {}),
+    }
     return {
         "job_name": job,
         "honor_labels": False,

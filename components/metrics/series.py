@@ -244,4 +244,7 @@ TRACED: Mapping[str, Series] = MappingProxyType(
 # Labels every collected series carries, set by the platform's scrape configuration
 # (components.metrics.scrape), never by the scraped process.
 TENANT_LABEL = "tenant"
-PLATFORM_LABELS = (TENANT_LABEL, "job", "instance", "source")
+# On a ``gpuSharing: dra`` tenant's agent self-scrape only (``scrape.agent_config``): ``dra``,
+# so an alert can tell which tenants must have a claims exporter scraped.
+SHARING_LABEL = "gpu_sharing"
+PLATFORM_LABELS = (TENANT_LABEL, "job", "instance", "source", SHARING_LABEL)

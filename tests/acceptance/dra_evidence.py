@@ -69,6 +69,7 @@ class Device:
     pool: str
     device: str
     request: str
+    admin: bool = False  # adminAccess: reaches the device without holding it (types.go:1626-1636)
 
     def key(self) -> tuple[str, str, str]:
         return (self.driver, self.pool, self.device)
@@ -95,6 +96,7 @@ def allocated_devices(claim: Mapping[str, Any]) -> list[Device]:
             str(r.get("pool", "")),
             str(r.get("device", "")),
             str(r.get("request", "")),
+            r.get("adminAccess") is True,
         )
         for r in results
         if isinstance(r, Mapping)
@@ -433,7 +435,8 @@ def dra_granted(
 ) -> tuple[int, int]:
     """TC-18 for a ``dra`` tenant: (MiB, percent of a card) its claims hold, counted from the
     API objects: each allocated device of ``driver`` is a whole card (100 %, the only DRA
-    allocation at v1.35's default gates) with the memory its slice publishes."""
+    allocation at v1.35's default gates) with the memory its slice publishes; an adminAccess
+    result holds nothing (as the exporter, components/metrics/dra_claims.py, bills)."""
     memory: dict[tuple[str, str, str], int] = {}
     for item in slices:
         spec = item.get("spec") or {}
@@ -441,5 +444,5 @@ def dra_granted(
             key = (str(spec.get("driver")), str(_get(spec, "pool", "name")), str(device["name"]))
             mib = memory_mib(_get(device, "capacity", "memory", "value"))
             memory[key] = mib or 0
-    held = [d for c in claims for d in allocated_devices(c) if d.driver == driver]
+    held = [d for c in claims for d in allocated_devices(c) if d.driver == driver and not d.admin]
     return sum(memory.get(d.key(), 0) for d in held), 100 * len(held)

@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "32625c493aeda99eeaf5b2b1f2c9061108cc0cf0"
+BASELINE = "235b0d58c69ce312615d95937729af989e3084f7"
 
 
 def _has_commit(commit: str) -> bool:

@@ -154,3 +154,13 @@ def test_the_tenants_claim_policy_admits_its_template_and_the_operators_validato
     elsewhere = {"metadata": {"name": "default"}}
     refused = evaluate_policy(policy, binding, validator, elsewhere, [params])
     assert any(m.startswith("dra-admin-access") for m in refused.messages), refused.messages
+
+
+def test_the_claims_exporter_bills_nvidias_gpu_driver_only(recording: Recording) -> None:
+    """The GPU Operator also runs NVIDIA's compute-domain.nvidia.com driver: the exporter bills
+    the substrate's GPU driver (gpu.nvidia.com) only, not every allocated device."""
+    (exporter,) = [
+        r for r in recording.resources if r.name == "team-vision-metrics-dra-claims-exporter"
+    ]
+    (container,) = exporter.inputs["spec"]["template"]["spec"]["containers"]
+    assert container["env"] == [{"name": "DRA_CLAIMS_DRIVERS", "value": "gpu.nvidia.com"}]

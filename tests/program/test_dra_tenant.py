@@ -241,6 +241,13 @@ def test_the_dra_tenant_gets_its_claims_exporter_and_its_agent_scrapes_it(
         config = yaml.safe_load(next(iter(resource.inputs["data"].values())))
         jobs[resource.name] = {j["job_name"]: j for j in config["scrape_configs"]}
     assert "dra-claims" not in jobs["tenant-b-metrics-agent-config"]
+    # Only the dra tenant's agent marks its own ``up`` (GpuDraClaimsNotScraped selects on it).
+    own = {
+        name: by_job["gpu-metrics-agent"]["static_configs"][0]["labels"]
+        for name, by_job in jobs.items()
+    }
+    assert own["tenant-a-metrics-agent-config"].get("gpu_sharing") == "dra"
+    assert "gpu_sharing" not in own["tenant-b-metrics-agent-config"]
     job = jobs["tenant-a-metrics-agent-config"]["dra-claims"]
     kept = job["metric_relabel_configs"][0]["regex"]
     assert kept == "|".join(sorted((dra_claims.CARDS, dra_claims.MEMORY)))
@@ -248,6 +255,9 @@ def test_the_dra_tenant_gets_its_claims_exporter_and_its_agent_scrapes_it(
     pod = exporter.inputs["spec"]["template"]
     assert pod["metadata"]["labels"]["app.kubernetes.io/component"] == "gpu-platform-dra-claims"
     assert pod["spec"]["serviceAccountName"] == "gpu-platform-dra-claims"
+    # It bills the lab driver's devices only (the substrate's dra_driver answer).
+    (container,) = pod["spec"]["containers"]
+    assert container["env"] == [{"name": "DRA_CLAIMS_DRIVERS", "value": dra_driver.DRIVER_NAME}]
     (role,) = _named(recording, "tenant-a-metrics-dra-claims-role")
     assert role.inputs["rules"] == [
         {

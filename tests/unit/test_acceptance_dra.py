@@ -262,3 +262,24 @@ def test_tc18_counts_what_a_dra_tenants_claims_hold(sample: dict[str, Any]) -> N
     assert de.memory_mib("80Gi") == 81920
     assert de.memory_mib(str(2**30)) == 1024
     assert de.memory_mib("80G") is None
+
+
+def test_tc18_and_the_exporter_count_the_same_devices(sample: dict[str, Any]) -> None:
+    """TC-18's reference and the claims exporter (components/metrics/dra_claims.py) agree: the
+    tenant's GPU driver only, an adminAccess result not held (k8s.io/api v0.35.0
+    resource/v1/types.go:1626-1636)."""
+    from components.metrics import dra_claims
+
+    claim = copy.deepcopy(sample["claim"])
+    results = claim["status"]["allocation"]["devices"]["results"]
+    gpu = results[0]
+    results.append({**gpu, "driver": "compute-domain.nvidia.com", "device": "channel-0"})
+    admin = copy.deepcopy(sample["claim"])
+    admin["metadata"]["name"] = "admin"
+    admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    claims = [claim, admin]
+    driver = "gpu.example.com"
+    rows = dra_claims.samples(claims, sample["slices"], [driver])
+    cards = sum(v for name, _, v in rows if name == dra_claims.CARDS)
+    mib = sum(v for name, _, v in rows if name == dra_claims.MEMORY) / 2**20
+    assert de.dra_granted(claims, sample["slices"], driver) == (mib, 100 * cards) == (81920, 100)

@@ -129,6 +129,21 @@ def test_every_sample_an_agent_writes_carries_the_platforms_tenant_label() -> No
         assert last == {"target_label": "tenant", "replacement": "tenant-a"}
 
 
+def test_only_a_dra_tenants_agent_says_so_on_its_own_up() -> None:
+    """GpuDraClaimsNotScraped selects the agents that must have a claims exporter scraped by
+    ``gpu_sharing="dra"`` on the agent's own target; a hami tenant's agent has no such label."""
+
+    def own_labels(sources: tuple[scrape.TenantSource, ...]) -> dict[str, str]:
+        config = scrape.agent_config("tenant-a", "https://x:6443", "http://c/w", sources, "30s")
+        (own,) = [j for j in config["scrape_configs"] if j["job_name"] == scrape.AGENT_JOB]
+        labels: dict[str, str] = own["static_configs"][0]["labels"]
+        return labels
+
+    assert "gpu_sharing" not in own_labels(tuple(SOURCES))
+    dra = own_labels((*SOURCES, scrape.DRA_CLAIMS_SOURCE))
+    assert dra == {"source": scrape.AGENT_JOB, "tenant": "tenant-a", "gpu_sharing": "dra"}
+
+
 def test_agents_scrape_through_the_tenants_api_server_pod_proxy() -> None:
     for job, source in zip(_pod_jobs(_agent_config()), SOURCES, strict=True):
         sd = job["kubernetes_sd_configs"][0]

@@ -357,6 +357,39 @@ ALERT_CASES: list[tuple[str, list[dict[str, str]], str, dict[str, list[dict[str,
         },
     ),
     (
+        "a dra tenant's agent writes but its claims exporter is not scraped (Pending, deleted)",
+        [
+            _series("up", {**_agent("tenant-c"), "gpu_sharing": "dra"}, "1x40"),
+            _series("up", {**SCHEDULER_A, "tenant": "tenant-c"}, "1x40"),
+        ],
+        "15m",
+        {
+            "GpuDraClaimsNotScraped": [_firing("GpuDraClaimsNotScraped", {"tenant": "tenant-c"})],
+            "GpuMetricsTargetDown": [],
+        },
+    ),
+    (
+        "a dra tenant whose exporter is scraped, and a hami tenant without one",
+        [
+            _series("up", {**_agent("tenant-c"), "gpu_sharing": "dra"}, "1x40"),
+            _series("up", {**SCHEDULER_A, "tenant": "tenant-c"}, "1x40"),
+            _series(
+                "up",
+                {
+                    "job": "dra-claims",
+                    "instance": "gpu-platform-dra-claims-5d8f9-abcde",
+                    "source": "dra-claims",
+                    "tenant": "tenant-c",
+                },
+                "1x40",
+            ),
+            _series("up", _agent("tenant-a"), "1x40"),
+            _series("up", SCHEDULER_A, "1x40"),
+        ],
+        "30m",
+        {alert.name: [] for alert in rules.ALERTS},
+    ),
+    (
         "the central server refuses an agent's samples",
         [
             _series(
@@ -433,8 +466,9 @@ def _alert_file(tmp_path: Path, groups: dict[str, Any]) -> Path:
 
 def test_the_alerts_fire_exactly_where_the_bill_has_a_gap(tmp_path: Path) -> None:
     """Issue 40: a scrape that fails, an agent that stops writing, a tenant whose HAMi is not
-    scraped, samples the central server refused, rules that fail: each fires its alert for
-    the tenant concerned, and a healthy tenant fires none."""
+    scraped, a dra tenant whose claims exporter is not scraped, samples the central server
+    refused, rules that fail: each fires its alert for the tenant concerned, and a healthy
+    tenant (hami or dra) fires none."""
     result = _promtool(_alert_file(tmp_path, rules.rule_groups()))
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -479,7 +513,7 @@ def test_the_central_configuration_with_alertmanagers_passes_promtools_check(
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"SUCCESS: {17 + len(backup_alerts.ALERTS)} rules found" in result.stdout
+    assert f"SUCCESS: {18 + len(backup_alerts.ALERTS)} rules found" in result.stdout
 
 
 # ------------------------------------------- the error bounds of a bill (docs/metrics.md)
@@ -624,6 +658,22 @@ def test_two_dra_exporter_pods_bill_a_claim_once(tmp_path: Path) -> None:
 def test_a_dra_share_bills_its_fraction(tmp_path: Path) -> None:
     """With DRAConsumableCapacity (off at v1.35) the exporter writes the consumed share."""
     path = _test_file(tmp_path, rules.rule_groups(), _dra_tests(0.25), _dra_series(cards=0.25))
+    result = _promtool(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_two_shares_of_one_device_in_one_claim_are_both_billed(tmp_path: Path) -> None:
+    """With DRAConsumableCapacity one claim may hold two shares of one device (k8s.io/api
+    v0.35.0 resource/v1/types.go:1678-1686): the exporter tells them apart by ``share`` (their
+    shareID), and the dedupe keeps it, so 0.25 + 0.25 bills 0.5 (not 0.25, one of them lost),
+    and two exporter pods writing both still bill them once."""
+    shares = [
+        DRA_CLAIM.replace('device="gpu-0"', f'device="gpu-0",share="{uid}"')
+        for uid in ("0f8e1c2a-1111-4a4a-9b9b-000000000001", "0f8e1c2a-2222-4a4a-9b9b-000000000002")
+    ]
+    second_pod = [s.replace("5d8f9-abcde", "5d8f9-fghij") for s in shares]
+    extra = tuple(item for labels in (*shares, *second_pod) for item in _dra_series(labels, 0.25))
+    path = _test_file(tmp_path, rules.rule_groups(), _dra_tests(0.5), extra)
     result = _promtool(path)
     assert result.returncode == 0, result.stdout + result.stderr
 
