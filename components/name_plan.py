@@ -127,7 +127,11 @@ def _tenant_names(
     if usage_view:
         for part in USAGE_PARTS:
             yield planned(tenant_child(t, part))
-        yield planned(tenant_namespace(t, USAGE_NAMESPACE))
+        # The platform's: a tenant's quota or workload namespace of that name is what must move.
+        yield planned(
+            tenant_namespace(t, USAGE_NAMESPACE),
+            f"the platform's usage namespace {USAGE_NAMESPACE!r} in {t} (reserved)",
+        )
     for policy in network_policies(t, t):
         yield planned(tenant_child(t, policy["metadata"]["name"]))
     system = [TIGERA_OPERATOR_NAMESPACE, HAMI_NAMESPACE, *plan.tenant_system_namespaces]

@@ -44,9 +44,11 @@ resource/v1/types.go:1678-1686):
   billing each of N sharers the whole memory would bill it N times.
 
 A claim the scheduler allocated holds its devices until it is deallocated, which the
-resourceclaim controller does once no pod uses it, and deletes a claim it generated for a pod
-that is gone (kubernetes v1.35.0 pkg/controller/resourceclaim/controller.go:860-930): so an
-allocated claim is a held card, billed like HAMi's grant to a bound pod.
+resourceclaim controller does once no pod uses it (kubernetes v1.35.0
+pkg/controller/resourceclaim/controller.go:843-872); a claim generated for a pod that is gone is
+then removed by the garbage collector, the pod being its owner (the controller deletes it itself
+only while the pod still exists, :902-925): so an allocated claim is a held card, billed like
+HAMi's grant to a bound pod.
 
 Standard library only: the file is also the container's program (``main``), run by a pinned
 Python image inside the tenant, where it lists both kinds through the API server with its

@@ -125,3 +125,21 @@ def test_a_missing_secret_is_one_line_with_the_command() -> None:
         "secret config values are missing: managementKubeconfig: set it with "
         "`pulumi config set --secret managementKubeconfig < <file>`"
     )
+
+
+def test_a_tenant_namespace_named_like_the_usage_namespace_is_refused_naming_the_platforms() -> (
+    None
+):
+    """Each tenant gets the platform's namespace gpu-platform-usage (its published usage,
+    components.metrics.self_view): a workload namespace of that name collides, and the line says
+    which one to rename (the platform's is reserved)."""
+    raw = _platform("lab")
+    tenant = next(t for t in raw["tenants"] if t.get("workloads") and t.get("gpuQuotas"))
+    old = tenant["workloads"][0]["namespace"]
+    for item in (*tenant["workloads"], *tenant["gpuQuotas"]):
+        if item["namespace"] == old:
+            item["namespace"] = "gpu-platform-usage"
+    message = _refused(raw)
+    reserved = f"the platform's usage namespace 'gpu-platform-usage' in {tenant['name']} (reserved)"
+    assert reserved in message
+    assert "rename one of them" in message
