@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "235b0d58c69ce312615d95937729af989e3084f7"
+BASELINE = "75e7f273d068151910952078a8af44430d3ea990"
 
 
 def _has_commit(commit: str) -> bool:
