@@ -22,24 +22,19 @@ import argparse
 import base64
 import binascii
 import contextlib
-import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import threading
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from components.metrics import auth, objects, usage
+from components.metrics import auth, objects, usage, usage_rows
 from components.metrics.scrape import PROMETHEUS_PORT
 
 # kubectl's first line once the tunnel listens: "Forwarding from 127.0.0.1:40123 -> 9090".
@@ -47,36 +42,12 @@ FORWARDING = re.compile(r"^Forwarding from 127\.0\.0\.1:(\d+) ->")
 FORWARD_START_SECONDS = 60.0
 FORWARD_EXIT_SECONDS = 5.0
 
-Query = Callable[[str], Mapping[str, Any]]
-
-
-def _path(expr: str, end: datetime) -> str:
-    params = urllib.parse.urlencode({"query": expr, "time": f"{end.timestamp():.3f}"})
-    return f"/api/v1/query?{params}"
+Query = usage_rows.Query
 
 
 def http_query(base_url: str, end: datetime, password: str | None = None) -> Query:
     """Instant queries at ``end``; with ``password``, with the central Prometheus' basic auth."""
-    headers = {}
-    if password is not None:
-        pair = base64.b64encode(f"{auth.USERNAME}:{password}".encode()).decode()
-        headers["Authorization"] = f"Basic {pair}"
-
-    def query(expr: str) -> Mapping[str, Any]:
-        request = urllib.request.Request(base_url.rstrip("/") + _path(expr, end), headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as reply:
-                result: Mapping[str, Any] = json.load(reply)
-                return result
-        except urllib.error.HTTPError as error:
-            if error.code == 401:
-                raise usage.UsageError(
-                    "the central Prometheus refused the credential (401): "
-                    + ("a wrong password" if password is not None else "no password given")
-                ) from None
-            raise
-
-    return query
+    return usage_rows.http_query(base_url, end, auth.USERNAME, password)
 
 
 def read_password(kubeconfig: Path, kubectl: str = "kubectl") -> str:

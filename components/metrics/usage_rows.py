@@ -9,10 +9,14 @@ operator's report. ``tests/unit/test_usage_view.py`` runs the shipped files with
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
 import re
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -62,6 +66,45 @@ def vector(response: Mapping[str, Any], tenant: str | None = None) -> dict[str, 
             raise UsageError(f"a report for {tenant} received a sample of {name}")
         result[name] = float(sample["value"][1])
     return result
+
+
+Query = Callable[[str], Mapping[str, Any]]
+
+
+def http_query(
+    base_url: str,
+    end: datetime,
+    username: str,
+    password: str | None,
+    *,
+    missing: str = "no password given",
+) -> Query:
+    """Instant queries of the central Prometheus at ``end`` (``make usage`` and the tenants'
+    usage publisher alike); with ``password``, with its basic auth. A 401 is one line, naming
+    ``missing`` when no password was sent."""
+    headers = {}
+    if password is not None:
+        pair = base64.b64encode(f"{username}:{password}".encode()).decode()
+        headers["Authorization"] = f"Basic {pair}"
+
+    def query(expr: str) -> Mapping[str, Any]:
+        params = urllib.parse.urlencode({"query": expr, "time": f"{end.timestamp():.3f}"})
+        request = urllib.request.Request(
+            f"{base_url.rstrip('/')}/api/v1/query?{params}", headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as reply:
+                result: Mapping[str, Any] = json.load(reply)
+                return result
+        except urllib.error.HTTPError as error:
+            if error.code == 401:
+                raise UsageError(
+                    "the central Prometheus refused the credential (401): "
+                    + ("a wrong password" if password is not None else missing)
+                ) from None
+            raise
+
+    return query
 
 
 # The oldest sample the central Prometheus holds (its own series, kept by its ``prometheus``

@@ -14,17 +14,12 @@ Environment: ``USAGE_TENANT``, ``PROMETHEUS_URL``, ``QUERIES_FILE``, ``USAGE_MAN
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 # The pod: the modules beside this file; the repository: its root (scripts/metrics/..).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
@@ -42,35 +37,6 @@ def _password(path: str) -> str | None:
     return password or None
 
 
-def http_query(
-    base_url: str, end: datetime, username: str, password: str | None
-) -> Callable[[str], Mapping[str, Any]]:
-    """Instant queries at ``end``; with ``password``, with basic auth."""
-    headers = {}
-    if password is not None:
-        pair = base64.b64encode(f"{username}:{password}".encode()).decode()
-        headers["Authorization"] = f"Basic {pair}"
-
-    def query(expr: str) -> Mapping[str, Any]:
-        params = urllib.parse.urlencode({"query": expr, "time": f"{end.timestamp():.3f}"})
-        request = urllib.request.Request(
-            f"{base_url.rstrip('/')}/api/v1/query?{params}", headers=headers
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=60) as reply:
-                result: Mapping[str, Any] = json.load(reply)
-                return result
-        except urllib.error.HTTPError as error:
-            if error.code == 401:
-                raise usage_rows.UsageError(
-                    "the central Prometheus refused the credential (401): "
-                    + ("a wrong password" if password is not None else "no password mounted")
-                ) from None
-            raise
-
-    return query
-
-
 def main(environ: Mapping[str, str]) -> int:
     tenant = environ["USAGE_TENANT"]
     output = Path(environ["USAGE_MANIFEST"])
@@ -82,8 +48,12 @@ def main(environ: Mapping[str, str]) -> int:
             )
         end = datetime.now(UTC).replace(microsecond=0)
         password = _password(environ.get("PROMETHEUS_PASSWORD_FILE", ""))
-        query = http_query(
-            environ["PROMETHEUS_URL"], end, environ.get("PROMETHEUS_USERNAME", ""), password
+        query = usage_rows.http_query(
+            environ["PROMETHEUS_URL"],
+            end,
+            environ.get("PROMETHEUS_USERNAME", ""),
+            password,
+            missing="no password mounted",
         )
         manifest = self_view.publish(tenant, plan["queries"], query, end)
     except (usage_rows.UsageError, OSError, ValueError, KeyError) as error:
