@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "75e7f273d068151910952078a8af44430d3ea990"
+BASELINE = "8dd9bd5597edcb2d5e381dc446411b2bad4fe8aa"
 
 
 def _has_commit(commit: str) -> bool:
