@@ -224,7 +224,12 @@ class ManagementCluster(pulumi.ComponentResource):
                 kamaji_namespace=KAMAJI_NAMESPACE,
                 storage=substrate.metrics_storage(platform),
                 opts=site.k8s_opts,
-                password=lambda: site.generated_secret("metrics-prometheus-password"),
+                # Made once Kamaji serves, like everything central after it: its command is
+                # not the program's first (the real-engine tier, which has no command plugin,
+                # stops at the same gate as before, tests/local/engine/test_prod_stack.py).
+                password=lambda: site.generated_secret(
+                    "metrics-prometheus-password", depends_on=[kamaji_ready]
+                ),
                 operator=platform.metrics.prometheus_operator,
             )
             self.metrics_password = central.password

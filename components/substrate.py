@@ -319,7 +319,9 @@ NOTHING_TO_DELETE = "true"
 MADE_ONCE_IGNORED = ("create", "delete", "interpreter", "logging", "environment", "dir")
 
 
-def secret_made_once(resource_name: str, parent: pulumi.Resource) -> pulumi.Output[str]:
+def secret_made_once(
+    resource_name: str, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource] = ()
+) -> pulumi.Output[str]:
     """32 random bytes as hex (``new-secret.sh``), made once on the host running Pulumi and
     kept in the stack's state as a secret until the resource is replaced (``pulumi up
     --replace``): ``delete`` does nothing, a changed script or setting is ignored
@@ -333,6 +335,7 @@ def secret_made_once(resource_name: str, parent: pulumi.Resource) -> pulumi.Outp
         logging=local.Logging.NONE,
         opts=pulumi.ResourceOptions(
             parent=parent,
+            depends_on=list(depends_on),
             additional_secret_outputs=["stdout"],
             ignore_changes=list(MADE_ONCE_IGNORED),
         ),
@@ -437,9 +440,11 @@ class ManagementSite:
             opts=self.k8s_opts(depends_on),
         )
 
-    def generated_secret(self, suffix: str) -> pulumi.Output[str]:
+    def generated_secret(
+        self, suffix: str, depends_on: Sequence[pulumi.Resource] = ()
+    ) -> pulumi.Output[str]:
         """``secret_made_once`` on the host running Pulumi, lab or prod alike."""
-        return secret_made_once(f"{self.name}-{suffix}", self.component)
+        return secret_made_once(f"{self.name}-{suffix}", self.component, depends_on)
 
     def gate(
         self,

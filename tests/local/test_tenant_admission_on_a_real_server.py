@@ -569,7 +569,7 @@ def test_a_claim_made_before_the_params_changed_can_still_lose_its_finalizer(
     After the tenant's params change (here gpuSharing dra -> hami, a supported day-2 change),
     an UPDATE judged against them would be refused by dra-claims-need-dra and the claim would
     never finish deleting. Here both updates go through while a new claim is refused."""
-    del claim_answers  # the claim policy and a dra tenant's params are in force
+    del claim_answers  # the claim policy and its binding are in force
     admin = tenant.admin
     namespace = "params-flip"
     admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -577,9 +577,17 @@ def test_a_claim_made_before_the_params_changed_can_still_lose_its_finalizer(
         next(c for c in CLAIM_CASES if c.name == "good-claim-as-the-program-writes"),
         namespace=namespace,
     )
-    assert _send(admin, claim_object(good, "held"), dry_run=False).status == 201
     _policy, _binding, dra_params = rendered_claims(DRA)
     _policy, _binding, hami_params = rendered_claims(HAMI)
+    # Whatever an earlier test left in the params ConfigMap, a dra tenant's first.
+    admin.apply(dra_params)
+    wait_for(
+        "the dra params in force",
+        lambda: _send(admin, claim_object(good, "probe"), dry_run=True).admitted,
+        timeout=SETTLE_TIMEOUT_S,
+        log=tenant.log,
+    )
+    assert _send(admin, claim_object(good, "held"), dry_run=False).status == 201
     path = admin.resource("resource.k8s.io/v1", "ResourceClaim").path(namespace, "held")
     try:
         admin.apply(hami_params)
