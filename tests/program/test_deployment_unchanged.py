@@ -28,7 +28,7 @@ from tests.support.deployment_snapshot import (
 )
 from tests.support.harness import REPO_ROOT, Recording
 
-BASELINE = "8dd9bd5597edcb2d5e381dc446411b2bad4fe8aa"
+BASELINE = "6ce070450d426741c67ac9725aa151fd96c5b4d2"
 
 
 def _has_commit(commit: str) -> bool:
