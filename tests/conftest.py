@@ -14,7 +14,7 @@ import pytest
 
 from tests.support import charts
 from tests.support.cel_tally import CEL_TALLY, CelTally
-from tests.support.harness import Recording, evaluate
+from tests.support.harness import Recording, shipped
 from tests.support.scratch import SESSION_PREFIX, leak_report, leftovers
 from tests.support.upstream import upstream_dir_or_none
 
@@ -109,15 +109,7 @@ STACKS = ("lab", "prod")
 @pytest.fixture(scope="session")
 def recordings() -> Callable[[str, bool], Recording]:
     """``recordings(stack, preview)``: the program evaluated under mocks, cached per session."""
-    cache: dict[tuple[str, bool], Recording] = {}
-
-    def get(stack: str, preview: bool = False) -> Recording:
-        key = (stack, preview)
-        if key not in cache:
-            cache[key] = evaluate(stack, preview)
-        return cache[key]
-
-    return get
+    return shipped
 
 
 @pytest.fixture(scope="session")

@@ -14,18 +14,15 @@ import pytest
 
 from components.metrics import objects, self_view, usage, usage_publisher
 from components.tenant_specs import admin_kubeconfig_secret
-from tests.support.harness import Recording, evaluate, load_stack_config
+from tests.support.harness import Recording, evaluate, load_stack_config, shipped
 
 CONFIG_KEY = "gpu-platform:platform"
-_CACHE: dict[str, Recording] = {}
 
 
 def _evaluated(stack: str) -> Recording:
-    if stack not in _CACHE:
-        recording = evaluate(stack, False, config=copy.deepcopy(load_stack_config(stack)))
-        assert recording.error is None, recording.error
-        _CACHE[stack] = recording
-    return _CACHE[stack]
+    recording = shipped(stack)
+    assert recording.error is None, recording.error
+    return recording
 
 
 def _tenants(stack: str) -> dict[str, str]:

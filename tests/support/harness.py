@@ -16,6 +16,7 @@ create; reads run when their ID is known), and ``Registration.step`` says which 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -302,6 +303,14 @@ def evaluate(
             f"first {recording.duplicate_urns[0]}: {recording.error}"
         )
     return recording
+
+
+@functools.cache
+def shipped(stack: str, preview: bool = False) -> Recording:
+    """``evaluate`` of the stack file as shipped, once per process: the session's ``recordings``
+    fixture and every module that needs the shipped stacks share it (each evaluation is a child
+    process of a few seconds, and ``make test`` has a time budget)."""
+    return evaluate(stack, preview)
 
 
 def run_child(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bringup, graph, measured
-from tests.support.harness import evaluate
+from tests.support.harness import shipped
 
 
 def _event(
@@ -57,7 +57,7 @@ def test_the_lab_compared_with_its_model(
 ) -> None:
     """Every modelled resource of the lab, each measured at twice its estimate: the comparison
     pairs them by URN and the command prints and writes it."""
-    recording = evaluate("lab", False)
+    recording = shipped("lab")
     assert recording.error is None, recording.error
     nodes = graph.nodes_from(recording.resources)
     scenario = next(s for s in bringup.SCENARIOS if s.name == measured.DEFAULT_SCENARIO)
