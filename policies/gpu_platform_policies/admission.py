@@ -273,13 +273,13 @@ def check_admission(
     return violations
 
 
-def _integral(value: Any) -> Any:
+def integral_numbers(value: Any) -> Any:
     """JSON numbers as the API server stores them: a count of ``2.0`` (Pulumi sends floats) is
     the int64 2."""
     if isinstance(value, dict):
-        return {k: _integral(v) for k, v in value.items()}
+        return {k: integral_numbers(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_integral(v) for v in value]
+        return [integral_numbers(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
@@ -296,7 +296,7 @@ def admitted_claim(resource_type: str, props: Any, namespace: str) -> dict[str, 
         "apiVersion": "resource.k8s.io/v1",
         "kind": CLAIM_TYPES[resource_type],
         "metadata": meta,
-        "spec": _integral(spec if isinstance(spec, dict) else {}),
+        "spec": integral_numbers(spec if isinstance(spec, dict) else {}),
     }
 
 

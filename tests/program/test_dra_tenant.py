@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 import pytest
+from gpu_platform_policies.admission import integral_numbers
 
 from components.lab import dra_driver
 from tests.policies.recorded import blocking, load_policy_config, run_pack
@@ -325,17 +326,6 @@ def _one(recording: Recording, name: str) -> dict[str, Any]:
     return dict(next(r for r in recording.resources if r.name == name).inputs)
 
 
-def _integral(value: Any) -> Any:
-    """As the API server stores it: Pulumi's doubles that are whole are int64 (count: 1)."""
-    if isinstance(value, dict):
-        return {k: _integral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_integral(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def test_what_the_program_registers_passes_the_tenants_own_policies(
     recording: Recording,
 ) -> None:
@@ -351,7 +341,7 @@ def test_what_the_program_registers_passes_the_tenants_own_policies(
     claim_binding = _one(recording, "tenant-a-claim-admission-binding")
     for template in templates:
         obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"}
-        obj.update(_integral(template.inputs))
+        obj.update(integral_numbers(template.inputs))
         namespace = {"metadata": {"name": obj["metadata"].get("namespace", "default")}}
         verdict = evaluate_policy(claim_policy, claim_binding, obj, namespace, [params])
         assert verdict.judged, template.name
