@@ -85,6 +85,17 @@ class Answer:
     warnings: tuple[str, ...]
 
 
+def developer_edit(namespace: str) -> dict[str, Any]:
+    """The namespace user's ``edit`` in ``namespace``, as a tenant admin grants a team member."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "developer-edit", "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}],
+    }
+
+
 def sent_form(case: Case, name: str | None = None) -> Sent:
     """The pod as it reaches the policy on a live prod tenant (after HAMi's webhook), or as
     written where HAMi refuses it itself; and the model's verdict on exactly that pod. The pod
@@ -164,21 +175,7 @@ def _prepare(server: APIServer) -> Kube:
         }
     )
     for name in namespaces:
-        admin.create(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "RoleBinding",
-                "metadata": {"name": "developer-edit", "namespace": name},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": "edit",
-                },
-                "subjects": [
-                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}
-                ],
-            }
-        )
+        admin.create(developer_edit(name))
 
     def aggregated() -> bool:
         rules = admin.get("rbac.authorization.k8s.io/v1", "ClusterRole", "edit").get("rules") or []
@@ -414,21 +411,7 @@ def claim_answers(
         admin.create(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
         )
-        admin.create(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "RoleBinding",
-                "metadata": {"name": "developer-edit", "namespace": name},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": "edit",
-                },
-                "subjects": [
-                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}
-                ],
-            }
-        )
+        admin.create(developer_edit(name))
     policy, binding, params = rendered_claims(DRA)
     for obj in (policy, params, binding):
         admin.apply(obj)
