@@ -493,20 +493,15 @@ def gpu_limits(request: GpuRequest) -> dict[str, str]:
 def resource_quota(quota: GpuQuota, tenant_name: str) -> dict[str, Any]:
     """A namespace's GPU quota: HAMi enforces the ``limits.nvidia.com/gpumem``/``gpucores`` keys
     itself, ``requests.nvidia.com/gpu`` is Kubernetes' own extended-resource quota."""
-    return {
-        "metadata": {
-            "name": "gpu-quota",
-            "namespace": quota.namespace,
-            "labels": tenant_labels(tenant_name),
+    return _gpu_quota(
+        quota.namespace,
+        tenant_name,
+        {
+            "limits.nvidia.com/gpumem": str(quota.gpu_memory_mib),
+            "limits.nvidia.com/gpucores": str(quota.gpu_cores),
+            "requests.nvidia.com/gpu": str(quota.gpus),
         },
-        "spec": {
-            "hard": {
-                "limits.nvidia.com/gpumem": str(quota.gpu_memory_mib),
-                "limits.nvidia.com/gpucores": str(quota.gpu_cores),
-                "requests.nvidia.com/gpu": str(quota.gpus),
-            }
-        },
-    }
+    )
 
 
 def device_quota(
@@ -521,18 +516,23 @@ def device_quota(
     (``allocationMode: All`` as 32, resource_claims.go:240-256) at creation, allocated or not.
     A class per key: the claim rules refuse any other class, and one class's devices cannot be
     claimed under another's quota."""
+    hard = {
+        f"{name}{DEVICE_CLASS_QUOTA_SUFFIX}": str(quota.devices)
+        for name in sorted(set(device_classes))
+    }
+    return _gpu_quota(quota.namespace, tenant_name, hard)
+
+
+def _gpu_quota(namespace: str, tenant_name: str, hard: dict[str, str]) -> dict[str, Any]:
+    """The namespace's ResourceQuota ``gpu-quota`` (one name for either path, so a tenant that
+    switches gpuSharing updates it in place)."""
     return {
         "metadata": {
             "name": "gpu-quota",
-            "namespace": quota.namespace,
+            "namespace": namespace,
             "labels": tenant_labels(tenant_name),
         },
-        "spec": {
-            "hard": {
-                f"{name}{DEVICE_CLASS_QUOTA_SUFFIX}": str(quota.devices)
-                for name in sorted(set(device_classes))
-            }
-        },
+        "spec": {"hard": hard},
     }
 
 
